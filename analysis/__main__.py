@@ -1,0 +1,145 @@
+"""``python -m analysis winners|curve|...`` — the analysis command line (DESIGN's CLI contract).
+
+Subcommands register themselves in :data:`COMMANDS` (name → (add_arguments, run)); each prints one JSON
+document with ``--json`` and a short table otherwise. Exit codes: 0 ok, 2 bad input/usage, 1 unexpected,
+3 (compare) when a winner changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from analysis.metrics import METRICS
+from ingest.errors import InputError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _open(args: argparse.Namespace):
+    from ingest import store
+
+    return store.connect(args.db, read_only=args.db is not None and Path(args.db).exists())
+
+
+def _winners_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metric", default="output_throughput", choices=list(METRICS))
+    p.add_argument("--gpu", action="append", default=[], help="repeatable")
+    p.add_argument("--family", action="append", default=[], help="repeatable")
+    p.add_argument("--workload", action="append", default=[], help="repeatable")
+    p.add_argument("--method", action="append", default=[], help="repeatable")
+    p.add_argument("--concurrency", action="append", type=int, default=[], help="repeatable")
+    p.add_argument("--depth-min", type=int, default=0)
+    p.add_argument("--depth-max", type=int, default=64)
+    p.add_argument("--backend", action="append", default=[], choices=["sim", "vllm", "import"])
+    p.add_argument("--run", action="append", default=[], help="restrict to these run ids")
+    p.add_argument("--slo-ttft-ms", type=float, default=2000.0, help="goodput SLO: TTFT ≤ this")
+    p.add_argument("--slo-tpot-ms", type=float, default=50.0, help="goodput SLO: TPOT ≤ this")
+    p.add_argument("--best-depth", action="store_true", help="compare each method at its best depth")
+
+
+def _winners(args: argparse.Namespace) -> int:
+    from analysis.frames import Filters
+    from analysis.winners import winners
+
+    f = Filters(gpus=tuple(args.gpu), families=tuple(args.family), workloads=tuple(args.workload),
+                methods=tuple(args.method), concurrency=tuple(args.concurrency), depth_min=args.depth_min,
+                depth_max=args.depth_max, runs=tuple(args.run), backends=tuple(args.backend))
+    with _open(args) as con:
+        res = winners(con, args.metric, f, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
+                      best_depth_per_method=args.best_depth)
+    if not res["cells"]:
+        raise UsageError("no cells match these filters")
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    if res["simulated"]:
+        print("SIMULATED data (backend=sim): calibrated model output, not measurements")
+    for c in res["cells"]:
+        w = c["winner"]
+        verdict = "clear" if c["clear"] else "tie: " + ", ".join(f"{t['method']}:{t['depth']}" for t in c["tied"])
+        print(f"{c['gpu']:<7} {c['family']:<8} {c['workload']:<10} c={c['concurrency']:<4} "
+              f"{w['method']}:{w['depth']:<2} {w['value']:>10.3f}  {verdict}")
+    return 0
+
+
+def _curve_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--family", required=True)
+    p.add_argument("--method", required=True)
+    p.add_argument("--workload", required=True)
+    p.add_argument("--gpu", default=None)
+    p.add_argument("--concurrency", type=int, default=None)
+
+
+def _curve(args: argparse.Namespace) -> int:
+    from analysis.curves import curve
+
+    with _open(args) as con:
+        res = curve(con, args.family, args.method, args.workload, args.gpu, args.concurrency)
+    if not res["points"]:
+        raise UsageError(f"no cells for family={args.family} method={args.method} workload={args.workload}")
+    if args.json:
+        print(json.dumps(res))
+    else:
+        for p in res["points"]:
+            print(f"{p['gpu']:<7} c={p['concurrency']:<4} depth={p['depth']}  τ={p['acceptance_length']}  "
+                  f"rate={p['acceptance_rate']}  tok/s={p['output_throughput']}")
+    return 0
+
+
+Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
+COMMANDS: dict[str, Command] = {
+    "winners": (_winners_args, _winners, "winner (method, depth) per GPU × family × workload × load"),
+    "curve": (_curve_args, _curve, "acceptance and throughput by depth for one method"),
+}
+
+
+def _register_optional() -> None:
+    """Subcommands that live in their own modules (re-scoring, run comparison) register here."""
+    import importlib
+
+    for module in ("analysis.cli_rescore", "analysis.cli_compare"):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        COMMANDS.update(mod.COMMANDS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    _register_optional()
+    ap = _Parser(prog="python -m analysis", description="Winners, curves, re-scoring and drift over the store.")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, (add_args, _run, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        add_args(p)
+        if not any(a.dest == "db" for a in p._actions):
+            p.add_argument("--db", type=Path, default=None, help="store (default data/spectune.duckdb, env SPECTUNE_DB)")
+        if not any(a.dest == "json" for a in p._actions):
+            p.add_argument("--json", action="store_true", help="print one JSON document")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command][1](args)
+    except (InputError, UsageError) as exc:
+        print(exc.one_line(), file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""The acceptance model: expected tokens per verify step from per-position acceptance, and its fits.
+
+With conditional per-position acceptance p_1..p_k, a verify step yields
+E(k) = 1 + Σ_{j=1..k} Π_{i≤j} p_i tokens (i.i.d. α: (1 − α^{k+1}) / (1 − α), Leviathan et al. 2023).
+vLLM's per-position counter gives cumulative r_i = Π_{j≤i} p_j, so τ = 1 + Σ r_i.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def cumulative(conditional: Sequence[float]) -> np.ndarray:
+    """r_i = Π_{j≤i} p_j."""
+    return np.cumprod(np.asarray(conditional, dtype=float))
+
+
+def conditional_from_cumulative(r: Sequence[float]) -> np.ndarray:
+    """p_i = r_i / r_{i−1} (r_0 = 1); 0 where the previous position was never accepted."""
+    r = np.asarray(r, dtype=float)
+    prev = np.concatenate([[1.0], r[:-1]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(prev > 0, r / prev, 0.0)
+
+
+def expected_tokens(conditional: Sequence[float]) -> float:
+    """E(k) for a depth-k chain with conditional acceptances p_1..p_k."""
+    return float(1.0 + cumulative(conditional).sum())
+
+
+def expected_tokens_iid(alpha: float, k: int) -> float:
+    if abs(1.0 - alpha) < 1e-12:
+        return float(k + 1)
+    return float((1.0 - alpha ** (k + 1)) / (1.0 - alpha))
+
+
+def acceptance_rate(conditional: Sequence[float]) -> float:
+    """Accepted / drafted tokens for a full chain of length k: (E(k) − 1) / k."""
+    k = len(conditional)
+    return (expected_tokens(conditional) - 1.0) / k if k else float("nan")
+
+
+def positions(alpha: float, decay: float, k: int, *, cliff_after: int = 0, cliff: float = 1.0,
+              cap: float = 0.98) -> np.ndarray:
+    """The simulator's conditional acceptance shape: p_i = α·decay^(i−1), times ``cliff`` past a position."""
+    i = np.arange(1, k + 1)
+    p = alpha * decay ** (i - 1)
+    if cliff_after:
+        p = np.where(i > cliff_after, p * cliff, p)
+    return np.clip(p, 0.0, cap)
+
+
+def solve_alpha(target_tau: float, k: int, decay: float = 1.0, *, cliff_after: int = 0,
+                cliff: float = 1.0) -> float:
+    """The α whose :func:`positions` shape gives E(k) = ``target_tau`` (bisection; clipped to [0, 0.98])."""
+    lo, hi = 0.0, 0.98
+    target_tau = float(np.clip(target_tau, 1.0, expected_tokens(positions(hi, decay, k, cliff_after=cliff_after,
+                                                                          cliff=cliff))))
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if expected_tokens(positions(mid, decay, k, cliff_after=cliff_after, cliff=cliff)) < target_tau:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def fit_alpha_from_counters(drafts: float, accepted: float, k: int) -> float:
+    """i.i.d. α from counter deltas: solve 1 + accepted/drafts = E_iid(α, k)."""
+    if drafts <= 0 or k <= 0:
+        return float("nan")
+    return solve_alpha(1.0 + accepted / drafts, k)
+
+
+def fit_from_positions(r: Sequence[float]) -> tuple[float, float]:
+    """(α, decay) of p_i = α·decay^(i−1) fitted by least squares on log conditional rates."""
+    p = conditional_from_cumulative(r)
+    p = p[p > 0]
+    if p.size == 0:
+        return 0.0, 1.0
+    if p.size == 1:
+        return float(p[0]), 1.0
+    i = np.arange(p.size)
+    slope, intercept = np.polyfit(i, np.log(p), 1)
+    return float(np.exp(intercept)), float(np.exp(slope))

@@ -1,0 +1,32 @@
+"""Curves by depth: acceptance and throughput of one method as depth grows (measured points, plus the
+acceptance model's fill-in for depths the store lacks)."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+
+from analysis import frames
+
+
+def curve(con: duckdb.DuckDBPyConnection, family: str, method: str, workload: str, gpu: str | None = None,
+          concurrency: int | None = None) -> dict:
+    f = frames.Filters(families=(family,), methods=(method,), workloads=(workload,),
+                       gpus=(gpu,) if gpu else (), concurrency=(concurrency,) if concurrency else ())
+    cells = frames.cells(con, f)
+    points = []
+    for (depth, conc, g), grp in cells.group_by(["depth", "concurrency", "gpu"], maintain_order=True):
+        row = grp.row(0, named=True)
+        points.append({
+            "depth": int(depth), "concurrency": int(conc), "gpu": g,
+            "acceptance_length": _n(row["acceptance_length"]), "acceptance_rate": _n(row["acceptance_rate"]),
+            "output_throughput": _n(row["output_throughput"]), "p99_e2e_ms": _n(row["p99_e2e_ms"]),
+            "backend": row["backend"],
+        })
+    points.sort(key=lambda p: (p["gpu"], p["concurrency"], p["depth"]))
+    return {"family": family, "method": method, "workload": workload, "gpu": gpu, "points": points,
+            "backends": sorted({p["backend"] for p in points})}
+
+
+def _n(x: float | None) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), 6)

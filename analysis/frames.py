@@ -1,0 +1,131 @@
+"""Read-only access to the store for analysis: filtered cells, their bootstrap replicates, requests.
+
+Every value reaches SQL as a bound parameter; every identifier comes from an allow-list
+(:mod:`analysis.metrics`). When several runs hold the same cell, the most recently written successful
+row wins, unless runs are chosen explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from analysis.metrics import CELL_COLUMNS, DIMENSION_COLUMNS, get_metric
+from ingest.sql import frame as query
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    gpus: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    concurrency: tuple[int, ...] = ()
+    depth_min: int = 0
+    depth_max: int = 64
+    runs: tuple[str, ...] = ()
+    backends: tuple[str, ...] = field(default=())
+
+
+def _where(f: Filters) -> tuple[str, list[object]]:
+    clauses = ["c.status = 'ok'", "(c.method = 'none' OR c.depth BETWEEN ? AND ?)"]
+    params: list[object] = [f.depth_min, f.depth_max]
+    for column, values in (("c.gpu", f.gpus), ("c.family", f.families), ("c.workload", f.workloads),
+                           ("c.method", f.methods), ("c.concurrency", f.concurrency), ("c.run_id", f.runs),
+                           ("r.backend", f.backends)):
+        if values:
+            clauses.append(f"{column} IN (SELECT unnest(?))")
+            params.append(list(values))
+    return " AND ".join(clauses), params
+
+
+def cells(con: duckdb.DuckDBPyConnection, f: Filters | None = None) -> pl.DataFrame:
+    """One row per cell (latest successful run per cell id): dimensions, metrics, run provenance."""
+    where, params = _where(f or Filters())
+    cols = ", ".join(f"c.{c}" for c in (*DIMENSION_COLUMNS, *CELL_COLUMNS))
+    text = f"""
+        SELECT c.run_id, c.cell_id, {cols}, c.n_requests, c.n_failed, c.gpu_count, r.backend,
+               r.engine_version, r.source AS run_source
+        FROM cells c JOIN runs r USING (run_id)
+        WHERE {where}
+        QUALIFY row_number() OVER (PARTITION BY c.cell_id ORDER BY c.written_at DESC, c.run_id DESC) = 1
+        ORDER BY c.gpu, c.family, c.workload, c.concurrency, c.method, c.depth
+    """
+    return query(con, text, params)
+
+
+def replicates(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metric: str) -> np.ndarray:
+    """Bootstrap replicates of ``metric`` as a (cells × replicates) matrix aligned with ``keys`` rows."""
+    m = get_metric(metric)
+    if not m.bootstrapped:
+        raise ValueError(f"{metric} has no stored replicates")
+    if keys.height == 0:
+        return np.zeros((0, 0))
+    con.register("_keys", keys.select("run_id", "cell_id").with_row_index("row").to_arrow())
+    try:
+        frame = query(con, f"""
+            SELECT k.row, b.replicate, b.{m.name} AS v
+            FROM _keys k JOIN cell_bootstrap b ON b.run_id = k.run_id AND b.cell_id = k.cell_id
+        """)
+    finally:
+        con.unregister("_keys")
+    n_rep = int(frame["replicate"].max()) + 1 if frame.height else 0
+    out = np.full((keys.height, n_rep), np.nan)
+    if frame.height:
+        out[frame["row"].to_numpy(), frame["replicate"].to_numpy()] = frame["v"].fill_null(np.nan).to_numpy()
+    return out
+
+
+def requests(con: duckdb.DuckDBPyConnection, run_id: str, cell_id: str) -> pl.DataFrame:
+    return query(con,
+        "SELECT * FROM requests WHERE run_id = ? AND cell_id = ? ORDER BY request_index", [run_id, cell_id]
+    )
+
+
+def positions(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame) -> pl.DataFrame:
+    if keys.height == 0:
+        return pl.DataFrame(schema={"run_id": pl.String, "cell_id": pl.String, "position": pl.Int16,
+                                    "acceptance": pl.Float64})
+    con.register("_keys", keys.select("run_id", "cell_id").to_arrow())
+    try:
+        return query(con, "SELECT p.* FROM positions p JOIN _keys k USING (run_id, cell_id) "
+                           "ORDER BY p.cell_id, p.position")
+    finally:
+        con.unregister("_keys")
+
+
+def goodput(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, ttft_ms: float, tpot_ms: float) -> pl.DataFrame:
+    """Per cell: requests meeting the SLO, requests, window → goodput = meeting / window."""
+    con.register("_keys", keys.select("run_id", "cell_id").to_arrow())
+    try:
+        return query(con, """
+            SELECT q.run_id, q.cell_id,
+                   count(*) FILTER (WHERE q.ok AND q.ttft_ms <= ? AND coalesce(q.tpot_ms, 0) <= ?) AS meeting,
+                   count(*) AS n, any_value(c.window_s) AS window_s
+            FROM requests q JOIN _keys k USING (run_id, cell_id)
+                 JOIN cells c ON c.run_id = q.run_id AND c.cell_id = q.cell_id
+            GROUP BY q.run_id, q.cell_id
+        """, [ttft_ms, tpot_ms])
+    finally:
+        con.unregister("_keys")
+
+
+def distinct_values(con: duckdb.DuckDBPyConnection) -> dict[str, list]:
+    """The values each dimension takes in the store (for filter widgets and validation)."""
+    out = {}
+    for col in ("gpu", "family", "workload", "method", "concurrency", "depth"):
+        out[col] = query(con, f"SELECT DISTINCT {col} FROM cells WHERE status = 'ok' ORDER BY {col}")[col].to_list()
+    return out
+
+
+def runs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    return query(con, """
+        SELECT r.*, count(c.cell_id) AS cells,
+               count(c.cell_id) FILTER (WHERE c.status = 'failed') AS cells_failed,
+               coalesce(sum(c.n_requests), 0) AS requests
+        FROM runs r LEFT JOIN cells c USING (run_id)
+        GROUP BY ALL ORDER BY r.started_at DESC
+    """)

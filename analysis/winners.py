@@ -1,0 +1,149 @@
+"""Winners with confidence (DESIGN's winner rule).
+
+For a group (GPU × family × workload × load) and one metric, the candidates are its (method, depth)
+cells. The winner is the best point estimate. Against every other candidate, the 95 % percentile interval
+of the bootstrap difference (winner − candidate, replicates paired by index: the cells' bootstraps are
+independent) either excludes zero — the candidate is clearly beaten — or it does not, and the candidate is
+tied with the winner. The winner is **clear** only when nobody is tied with it; otherwise the group is a
+tie and names the tied set. Candidates without replicates cannot be beaten clearly (no claim from noise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from analysis import frames
+from analysis.metrics import Metric, get_metric
+
+GROUP = ("gpu", "family", "workload", "concurrency")
+LEVEL = 0.95
+
+
+@dataclass(slots=True)
+class Decision:
+    order: list[int]  # candidate indices, best first
+    tied: list[int]  # indices tied with the winner (winner first)
+    clear: bool
+    intervals: list[tuple[float, float]]  # each candidate's own 95 % interval
+
+
+def interval(reps: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    reps = reps[np.isfinite(reps)]
+    if reps.size < 10:
+        return (float("nan"), float("nan"))
+    lo, hi = np.percentile(reps, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    return float(lo), float(hi)
+
+
+def decide(values: np.ndarray, reps: np.ndarray, metric: Metric, level: float = LEVEL) -> Decision:
+    """Apply the winner rule to candidates with point ``values`` and bootstrap ``reps`` (n × B)."""
+    sign = 1.0 if metric.higher_is_better else -1.0
+    score = np.where(np.isfinite(values), sign * values, -np.inf)
+    order = [int(i) for i in np.argsort(-score, kind="stable")]
+    w = order[0]
+    tied = [w]
+    for c in order[1:]:
+        if not np.isfinite(values[c]):
+            continue
+        if reps.size == 0:
+            tied.append(c)
+            continue
+        diff = sign * (reps[w] - reps[c])
+        lo, _hi = interval(diff, level)
+        if not np.isfinite(lo) or lo <= 0.0:
+            tied.append(c)
+    ivals = [interval(reps[i], level) if reps.size else (float("nan"), float("nan")) for i in range(len(values))]
+    return Decision(order=order, tied=tied, clear=len(tied) == 1, intervals=ivals)
+
+
+def _cand(row: dict, value: float, ival: tuple[float, float]) -> dict:
+    return {"method": row["method"], "depth": int(row["depth"]), "value": _num(value),
+            "ci_low": _num(ival[0]), "ci_high": _num(ival[1])}
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), 6)
+
+
+def goodput_frame(con: duckdb.DuckDBPyConnection, cells: pl.DataFrame, ttft_ms: float, tpot_ms: float,
+                  replicates: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Goodput point values and parametric-bootstrap replicates (binomial on the share meeting the SLO)."""
+    g = frames.goodput(con, cells, ttft_ms, tpot_ms)
+    joined = cells.select("run_id", "cell_id").join(g, on=["run_id", "cell_id"], how="left")
+    meeting = joined["meeting"].fill_null(0).to_numpy().astype(float)
+    n = joined["n"].fill_null(0).to_numpy().astype(float)
+    window = joined["window_s"].fill_null(np.nan).to_numpy().astype(float)
+    values = np.where(window > 0, meeting / window, np.nan)
+    reps = np.full((len(values), replicates), np.nan)
+    for i, cid in enumerate(joined["cell_id"].to_list()):
+        if n[i] > 0 and window[i] > 0:
+            rng = np.random.default_rng(int(cid[:12], 16))
+            reps[i] = rng.binomial(int(n[i]), meeting[i] / n[i], replicates) / n[i] * (n[i] / window[i])
+    return values, reps
+
+
+def winners(
+    con: duckdb.DuckDBPyConnection, metric: str = "output_throughput", f: frames.Filters | None = None,
+    *, slo_ttft_ms: float = 2000.0, slo_tpot_ms: float = 50.0, best_depth_per_method: bool = False,
+) -> dict:
+    """The winner of every group under the filters, as the CLI's JSON document (DESIGN contract)."""
+    m = get_metric(metric)
+    cells = frames.cells(con, f or frames.Filters())
+    if m.name == "goodput":
+        values, reps = goodput_frame(con, cells, slo_ttft_ms, slo_tpot_ms)
+    else:
+        values = cells[m.name].fill_null(np.nan).to_numpy().astype(float)
+        reps = frames.replicates(con, cells, m.name)
+    return decide_groups(cells, values, reps, m, best_depth_per_method=best_depth_per_method)
+
+
+def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric, *,
+                  best_depth_per_method: bool = False) -> dict:
+    out_cells = []
+    cells = cells.with_row_index("_i")
+    for group in cells.partition_by(list(GROUP), maintain_order=True):
+        idx = group["_i"].to_numpy()
+        rows = group.to_dicts()
+        v, r = values[idx], (reps[idx] if reps.size else reps)
+        if best_depth_per_method:  # keep each method's best depth only
+            keep = {}
+            for j, row in enumerate(rows):
+                best = keep.get(row["method"])
+                if np.isfinite(v[j]) and (best is None or m.better(v[j], v[best])):
+                    keep[row["method"]] = j
+            sel = np.array(sorted(keep.values()), dtype=int)
+            rows, v, r = [rows[j] for j in sel], v[sel], (r[sel] if r.size else r)
+        if not len(rows) or not np.isfinite(v).any():
+            continue
+        d = decide(v, r, m)
+        w = d.order[0]
+        ru = d.order[1] if len(d.order) > 1 and np.isfinite(v[d.order[1]]) else None
+        base = next((j for j, row in enumerate(rows) if row["method"] == "none"), None)
+        margin = None
+        if ru is not None and v[ru]:
+            margin = (v[w] - v[ru]) / abs(v[ru]) * 100 * (1 if m.higher_is_better else -1)
+        gain = None
+        if base is not None and v[base] and np.isfinite(v[base]):
+            gain = ((v[w] / v[base]) if m.higher_is_better else (v[base] / v[w])) * 100 - 100
+        out_cells.append({
+            **{k: rows[w][k] for k in GROUP},
+            "winner": _cand(rows[w], v[w], d.intervals[w]),
+            "runner_up": _cand(rows[ru], v[ru], d.intervals[ru]) if ru is not None else None,
+            "margin_pct": _num(margin) if margin is not None else None,
+            "clear": d.clear,
+            "tied": [{"method": rows[j]["method"], "depth": int(rows[j]["depth"]), "value": _num(v[j])}
+                     for j in d.tied] if not d.clear else [],
+            "top3": [_cand(rows[j], v[j], d.intervals[j]) for j in d.order[:3] if np.isfinite(v[j])],
+            "gain_vs_none_pct": _num(gain) if gain is not None else None,
+            "baseline_value": _num(v[base]) if base is not None else None,
+            "backend": rows[w]["backend"],
+            "run_id": rows[w]["run_id"],
+            "cell_id": rows[w]["cell_id"],
+        })
+    backends = sorted(set(cells["backend"].to_list())) if cells.height else []
+    return {"metric": m.name, "higher_is_better": m.higher_is_better, "cells": out_cells, "backends": backends,
+            "simulated": "sim" in backends}

@@ -1,0 +1,88 @@
+"""The embedded default data: a simulated run of the default matrix, committed as Parquet under data/default/.
+
+On first use of the default store path the DuckDB file is built from those files (bootstrap replicates are
+recomputed, deterministically, rather than shipped), into a temporary file that is renamed into place, under
+a file lock so two processes never build it at once. ``scripts/build_default_data.py`` regenerates the Parquet.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from ingest import store
+
+DEFAULT_DIR = store.REPO_ROOT / "data" / "default"
+TABLES = ("runs", "cells", "positions", "requests")
+
+
+def _compact_requests(requests: pl.DataFrame) -> pl.DataFrame:
+    """Committed form: latencies quantised to 0.01 ms as integers, TPOT/ok/error dropped (derivable)."""
+    return requests.select(
+        "run_id", "cell_id", pl.col("request_index").cast(pl.Int16),
+        pl.col("input_tokens").cast(pl.Int16), pl.col("output_tokens").cast(pl.Int16),
+        (pl.col("ttft_ms") * 100).round().cast(pl.Int32).alias("ttft_cms"),
+        (pl.col("e2e_ms") * 100).round().cast(pl.Int32).alias("e2e_cms"),
+        (pl.col("start_s") * 1e5).round().cast(pl.Int64).alias("start_cms"),
+        pl.col("drafted_tokens").cast(pl.Int32), pl.col("accepted_tokens").cast(pl.Int32),
+    )
+
+
+def _expand_requests(compact: pl.DataFrame) -> pl.DataFrame:
+    ttft = pl.col("ttft_cms") / 100.0
+    e2e = pl.col("e2e_cms") / 100.0
+    out = pl.col("output_tokens")
+    return compact.select(
+        "run_id", "cell_id", pl.col("request_index").cast(pl.Int32), pl.col("input_tokens").cast(pl.Int32),
+        out.cast(pl.Int32), ttft.alias("ttft_ms"),
+        pl.when(out > 1).then((e2e - ttft) / (out - 1)).otherwise(None).alias("tpot_ms"), e2e.alias("e2e_ms"),
+        (pl.col("start_cms") / 1e5).alias("start_s"), pl.col("drafted_tokens").cast(pl.Float64),
+        pl.col("accepted_tokens").cast(pl.Float64), pl.lit(True).alias("ok"), pl.lit(None, pl.String).alias("error"),
+    )
+
+
+def read_default_tables(folder: Path = DEFAULT_DIR) -> dict[str, pl.DataFrame]:
+    tables = {t: pl.read_parquet(folder / f"{t}.parquet") for t in TABLES if (folder / f"{t}.parquet").exists()}
+    if "requests" in tables:
+        tables["requests"] = _expand_requests(tables["requests"])
+    return tables
+
+
+def build_default_db(path: Path, folder: Path = DEFAULT_DIR) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = path.with_suffix(path.suffix + ".lock")
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if path.exists():  # another process built it while we waited
+                return
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            tmp.unlink(missing_ok=True)
+            con = duckdb.connect(str(tmp))
+            try:
+                store.ensure_schema(con, tmp)
+                tables = read_default_tables(folder)
+                if tables:
+                    store.write_tables_bulk(con, tables)
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            os.replace(tmp, path)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    lock_path.unlink(missing_ok=True)
+
+
+def write_default_tables(tables: dict[str, pl.DataFrame], folder: Path = DEFAULT_DIR) -> dict[str, int]:
+    folder.mkdir(parents=True, exist_ok=True)
+    sizes = {}
+    for name in TABLES:
+        target = folder / f"{name}.parquet"
+        frame = _compact_requests(tables[name]) if name == "requests" else tables[name]
+        frame.write_parquet(target, compression="zstd", compression_level=19, statistics=False)
+        sizes[name] = target.stat().st_size
+    return sizes

@@ -1,0 +1,114 @@
+"""The typed records that enter the store: a cell's identity, a run's provenance, spec-decode counters.
+
+A *cell* is one point of the benchmark product (method × depth × family × model × workload × GPU ×
+concurrency). Its id is a stable hash of those dimensions, so the same cell gets the same id in every
+run, on every host and in any order. ``depth`` is 0 for the ``none`` baseline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+
+import polars as pl
+
+DIMENSIONS: tuple[str, ...] = ("method", "depth", "family", "model", "workload", "gpu", "concurrency")
+KNOWN_METHODS: tuple[str, ...] = (
+    "none", "mtp", "eagle3", "dflash", "dspark", "ngram", "suffix", "draft_model", "medusa", "eagle",
+)
+BACKENDS: tuple[str, ...] = ("sim", "vllm", "import")
+
+# Per-request samples: one row per request of a cell. Nullable columns may be missing for imports.
+REQUEST_SCHEMA: dict[str, pl.DataType] = {
+    "request_index": pl.Int32(),
+    "input_tokens": pl.Int32(),
+    "output_tokens": pl.Int32(),
+    "ttft_ms": pl.Float64(),
+    "tpot_ms": pl.Float64(),
+    "e2e_ms": pl.Float64(),
+    "start_s": pl.Float64(),  # send time, seconds from the cell's measured window start
+    "drafted_tokens": pl.Int64(),
+    "accepted_tokens": pl.Int64(),
+    "ok": pl.Boolean(),
+    "error": pl.String(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CellKey:
+    """The dimensions of one benchmark cell."""
+
+    method: str
+    depth: int
+    family: str
+    model: str
+    workload: str
+    gpu: str
+    concurrency: int
+
+    def __post_init__(self) -> None:
+        if self.method == "none" and self.depth != 0:
+            object.__setattr__(self, "depth", 0)
+
+    @property
+    def cell_id(self) -> str:
+        canonical = json.dumps([getattr(self, d) for d in DIMENSIONS], separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    @property
+    def server_config(self) -> tuple[str, int, str, str, str]:
+        """What needs a server restart: the cell minus workload and load."""
+        return (self.method, self.depth, self.family, self.model, self.gpu)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class SpecCounters:
+    """Deltas of vLLM's spec-decode counters over a cell's measured window."""
+
+    drafts: int
+    draft_tokens: int
+    accepted_tokens: int
+    accepted_per_pos: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RunInfo:
+    """Provenance of one run (a runner invocation or one imported file)."""
+
+    run_id: str
+    backend: str  # sim | vllm | import
+    source: str  # matrix path, imported file path, or a description
+    host: str = ""
+    gpu_model: str = ""
+    gpu_count: int = 0
+    engine_version: str = ""
+    matrix_hash: str = ""
+    file_hash: str = ""
+    importer: str = ""
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(tzinfo=None))
+    finished_at: datetime | None = None
+    notes: str = ""
+
+
+def empty_requests() -> pl.DataFrame:
+    return pl.DataFrame(schema=REQUEST_SCHEMA)
+
+
+def conform_requests(frame: pl.DataFrame) -> pl.DataFrame:
+    """Cast/complete a per-request frame to :data:`REQUEST_SCHEMA` (missing nullable columns → null)."""
+    cols = []
+    for name, dtype in REQUEST_SCHEMA.items():
+        if name in frame.columns:
+            cols.append(pl.col(name).cast(dtype, strict=False))
+        elif name == "ok":
+            cols.append(pl.lit(True, dtype=dtype).alias(name))
+        else:
+            cols.append(pl.lit(None, dtype=dtype).alias(name))
+    if frame.height == 0 and not frame.columns:
+        return empty_requests()
+    return frame.select(cols)

@@ -1,0 +1,334 @@
+"""The results store: opening the DuckDB file, checking its schema version, and the only code that writes it.
+
+Writes are idempotent and atomic: a cell (its row, positions, requests and bootstrap replicates) lands in
+one transaction keyed by (run_id, cell_id); writing it again is a no-op. Rows go in through DuckDB's
+Arrow path (``INSERT ... SELECT`` from a registered Arrow table), never row by row. A DB file locked by
+another process is waited on (bounded), not fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from ingest import cellstats, schema, sql
+from ingest.errors import UsageError
+from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DB = REPO_ROOT / "data" / "spectune.duckdb"
+LOCK_WAIT_S = 60.0
+
+
+class SchemaVersionError(UsageError):
+    """The DB was written by a newer spectune."""
+
+
+def default_db_path() -> Path:
+    env = os.environ.get("SPECTUNE_DB")
+    return Path(env) if env else DEFAULT_DB
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + wait_s
+    delay = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:  # another process holds the write lock
+            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+def check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    row = sql.one(con, "SELECT value FROM meta WHERE key = 'schema_version'")
+    found = int(row[0]) if row else 0
+    if found > schema.SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path}: store schema version {found} is newer than this spectune ({schema.SCHEMA_VERSION}); "
+            "upgrade spectune or use another --db"
+        )
+
+
+def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(sql.one(con,
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
+    )[0])
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    if _has_meta(con):
+        check_version(con, path)
+    for ddl in schema.ddl_statements():
+        con.execute(ddl)
+    con.execute(
+        "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+        [str(schema.SCHEMA_VERSION)],
+    )
+
+
+def connect(
+    db: str | Path | None = None, *, read_only: bool = False, wait_s: float = LOCK_WAIT_S
+) -> duckdb.DuckDBPyConnection:
+    """Open the store (building the embedded default data on first use of the default path)."""
+    path = Path(db) if db else default_db_path()
+    if not path.exists():
+        if path.resolve() in (default_db_path().resolve(), DEFAULT_DB.resolve()):
+            from ingest.default_data import build_default_db
+
+            build_default_db(path)
+        elif read_only:
+            raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
+    if not path.parent.exists():
+        raise UsageError(f"{path}: parent folder does not exist")
+    con = _open(path, read_only, wait_s)
+    try:
+        if read_only:
+            if not _has_meta(con):
+                raise UsageError(f"{path}: not a spectune store (no meta table)")
+            check_version(con, path)
+        else:
+            ensure_schema(con, path)
+    except Exception:
+        con.close()
+        raise
+    return con
+
+
+@contextlib.contextmanager
+def session(db: str | Path | None = None, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A short-lived connection: writers open per unit of work so other processes can take turns."""
+    con = connect(db, read_only=read_only)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    if frame.height == 0:
+        return
+    cols = schema.column_names(schema.metadata.tables[table])
+    frame = frame.select([c for c in cols if c in frame.columns])
+    view = f"_incoming_{table}"
+    con.register(view, frame.to_arrow())
+    try:
+        names = ", ".join(f'"{c}"' for c in frame.columns)
+        con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {view}")
+    finally:
+        con.unregister(view)
+
+
+# ---- runs -------------------------------------------------------------------------------------------
+
+def write_run(con: duckdb.DuckDBPyConnection, run: RunInfo) -> bool:
+    """Record a run's provenance; an existing run id is left as it is. Returns True when new."""
+    exists = sql.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run.run_id])
+    if exists:
+        return False
+    row = {c: getattr(run, c, None) for c in schema.column_names(schema.runs)}
+    _insert(con, "runs", pl.DataFrame([row], schema_overrides={"finished_at": pl.Datetime("us")}))
+    return True
+
+
+def finish_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    con.execute("UPDATE runs SET finished_at = ? WHERE run_id = ?", [_now(), run_id])
+
+
+def find_run_by_file_hash(con: duckdb.DuckDBPyConnection, file_hash: str) -> str | None:
+    row = sql.one(con, "SELECT run_id FROM runs WHERE file_hash = ?", [file_hash])
+    return row[0] if row else None
+
+
+# ---- cells ------------------------------------------------------------------------------------------
+
+def cell_status(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
+    """cell_id → status for every cell already in a run (what ``--resume`` skips)."""
+    rows = con.execute("SELECT cell_id, status FROM cells WHERE run_id = ?", [run_id]).fetchall()
+    return dict(rows)
+
+
+def delete_cell(con: duckdb.DuckDBPyConnection, run_id: str, cell_id: str) -> None:
+    for table in ("cells", "positions", "requests", "cell_bootstrap"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ? AND cell_id = ?", [run_id, cell_id])
+
+
+def _cell_frames(
+    run_id: str, key: CellKey, requests: pl.DataFrame, *, status: str, error: str | None,
+    window_s: float | None, gpu_count: int, counters: SpecCounters | None,
+    itl_ms: np.ndarray | None, headline: dict[str, float] | None,
+) -> dict[str, pl.DataFrame]:
+    cell_id = key.cell_id
+    reqs = conform_requests(requests)
+    metrics = cellstats.derive(
+        reqs, depth=key.depth, window_s=window_s, gpu_count=gpu_count, counters=counters, itl_ms=itl_ms
+    )
+    values = dict(metrics.values)
+    if headline:  # an imported file's own numbers win over recomputation
+        values.update({k: v for k, v in headline.items() if v is not None})
+    row = {"run_id": run_id, "cell_id": cell_id, **key.as_dict(), "status": status, "error": error,
+           **values, "written_at": _now()}
+    frames = {"cells": pl.DataFrame([row], infer_schema_length=None)}
+    positions = headline.get("positions") if headline and "positions" in headline else metrics.positions
+    if positions:
+        frames["positions"] = pl.DataFrame({
+            "run_id": run_id, "cell_id": cell_id,
+            "position": list(range(1, len(positions) + 1)), "acceptance": [float(p) for p in positions],
+        })
+    if reqs.height:
+        frames["requests"] = reqs.with_columns(
+            pl.lit(run_id).alias("run_id"), pl.lit(cell_id).alias("cell_id")
+        )
+        if status == "ok":
+            boot = cellstats.bootstrap(reqs, metrics, depth=key.depth, seed=cellstats.seed_for(cell_id))
+            frames["cell_bootstrap"] = pl.DataFrame({
+                "run_id": run_id, "cell_id": cell_id,
+                "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16), **boot,
+            })
+    return frames
+
+
+def write_cell(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    key: CellKey,
+    requests: pl.DataFrame,
+    *,
+    window_s: float | None,
+    gpu_count: int,
+    counters: SpecCounters | None = None,
+    itl_ms: np.ndarray | None = None,
+    status: str = "ok",
+    error: str | None = None,
+    headline: dict[str, float] | None = None,
+    replace: bool = False,
+) -> bool:
+    """Land one cell atomically. Returns False (and writes nothing) when it is already there."""
+    frames = _cell_frames(
+        run_id, key, requests, status=status, error=error, window_s=window_s, gpu_count=gpu_count,
+        counters=counters, itl_ms=itl_ms, headline=headline,
+    )
+    with transaction(con):
+        exists = sql.one(con,
+            "SELECT status FROM cells WHERE run_id = ? AND cell_id = ?", [run_id, key.cell_id]
+        )
+        if exists and not replace:
+            return False
+        if exists:
+            delete_cell(con, run_id, key.cell_id)
+        for table in ("cells", "positions", "requests", "cell_bootstrap"):
+            if table in frames:
+                _insert(con, table, frames[table])
+    return True
+
+
+def write_failed_cell(con: duckdb.DuckDBPyConnection, run_id: str, key: CellKey, error: str,
+                      *, replace: bool = False) -> bool:
+    return write_cell(con, run_id, key, pl.DataFrame(), window_s=None, gpu_count=0, status="failed",
+                      error=error, replace=replace)
+
+
+def write_tables_bulk(con: duckdb.DuckDBPyConnection, tables: dict[str, pl.DataFrame]) -> dict[str, int]:
+    """Land pre-built tables (an exported store, the embedded default data) in one transaction.
+
+    Cells already present (same run_id, cell_id) are skipped with all their rows; bootstrap replicates
+    are recomputed for new cells when the input does not carry them. Returns rows added per table.
+    """
+    cells = tables["cells"]
+    if cells.height == 0:
+        return {}
+    existing = sql.frame(con, "SELECT run_id, cell_id FROM cells")
+    new_cells = cells.join(existing, on=["run_id", "cell_id"], how="anti") if existing.height else cells
+    added: dict[str, int] = {"cells": new_cells.height}
+    keys = new_cells.select("run_id", "cell_id")
+    out = {"cells": new_cells}
+    for table in ("positions", "requests", "cell_bootstrap"):
+        frame = tables.get(table)
+        if frame is not None and frame.height:
+            out[table] = frame.join(keys, on=["run_id", "cell_id"], how="semi")
+    if "cell_bootstrap" not in out and "requests" in out:
+        out["cell_bootstrap"] = bootstrap_frames(new_cells, out["requests"])
+    with transaction(con):
+        if "runs" in tables:
+            runs = tables["runs"]
+            have = sql.frame(con, "SELECT run_id FROM runs")
+            runs = runs.join(have, on="run_id", how="anti") if have.height else runs
+            _insert(con, "runs", runs)
+        for table, frame in out.items():
+            _insert(con, table, frame)
+            added[table] = frame.height
+    return added
+
+
+def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
+    """Bootstrap replicates for many cells at once (bulk loads)."""
+    parts = []
+    by_cell = requests.partition_by(["run_id", "cell_id"], as_dict=True)
+    for row in cells.filter(pl.col("status") == "ok").iter_rows(named=True):
+        reqs = by_cell.get((row["run_id"], row["cell_id"]))
+        if reqs is None:
+            continue
+        metrics = cellstats.CellMetrics(values={"output_throughput": row["output_throughput"]}, positions=[])
+        boot = cellstats.bootstrap(reqs, metrics, depth=int(row["depth"]), seed=cellstats.seed_for(row["cell_id"]))
+        parts.append(pl.DataFrame({
+            "run_id": row["run_id"], "cell_id": row["cell_id"],
+            "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16), **boot,
+        }))
+    return pl.concat(parts) if parts else pl.DataFrame()
+
+
+def export_tables(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None = None) -> dict[str, pl.DataFrame]:
+    """The rows of the given runs (all when None), as polars frames, for Parquet export."""
+    out = {}
+    for table in ("runs", "cells", "positions", "requests"):
+        if run_ids is None:
+            out[table] = sql.frame(con, f"SELECT * FROM {table}")
+        else:
+            out[table] = sql.frame(con, f"SELECT * FROM {table} WHERE run_id IN (SELECT unnest(?))", [run_ids])
+    return out
+
+
+# ---- traces -----------------------------------------------------------------------------------------
+
+def write_trace(
+    con: duckdb.DuckDBPyConnection, *, trace_id: str, name: str, fmt: str, file_hash: str,
+    source_path: str, frame: pl.DataFrame, workload_mix: dict[str, float], workload_assignment: str,
+) -> bool:
+    """Store a normalised trace once per file hash. Returns False when it was already stored."""
+    with transaction(con):
+        if sql.one(con, "SELECT 1 FROM traces WHERE trace_id = ?", [trace_id]):
+            return False
+        _insert(con, "traces", pl.DataFrame([{
+            "trace_id": trace_id, "name": name, "format": fmt, "file_hash": file_hash,
+            "source_path": source_path, "created_at": _now(), "requests": frame.height,
+            "workload_mix": json.dumps(workload_mix), "workload_assignment": workload_assignment,
+        }]))
+        cols = [c for c in schema.column_names(schema.trace_requests) if c in frame.columns and c != "trace_id"]
+        _insert(con, "trace_requests", frame.select(cols).with_columns(pl.lit(trace_id).alias("trace_id")))
+    return True

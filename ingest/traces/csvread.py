@@ -1,0 +1,95 @@
+"""Reading chosen columns of a CSV trace lazily with polars, as text, with exact error lines.
+
+The header is parsed here (not by polars) so that duplicate names, a missing required column or an
+unknown layout are reported on the header's own line. Data are scanned with ``pl.scan_csv`` reading
+only the needed columns, all as text (``infer_schema=False``): type inference would silently turn a
+stray ``"12a"`` into a null, whereas reading text lets :mod:`ingest.traces.checks` name the value and
+its line. Blank lines are skipped; quoted fields (with commas or newlines), a UTF-8 BOM, CRLF, spaces
+around names and values, short rows and extra columns are all fine.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from dataclasses import dataclass
+
+import polars as pl
+
+from ingest.traces.locate import csv_locator, diagnose_csv
+from ingest.traces.mapping import canonical
+from ingest.traces.normalise import RawTable
+from ingest.traces.source import Source
+
+
+@dataclass(frozen=True, slots=True)
+class CsvHeader:
+    names: list[str]  # trimmed, BOM removed
+    line: int  # 1-based line of the header
+
+    def find(self, wanted: str) -> int | None:
+        """Index of column ``wanted``: exact name first, then case/space-insensitive."""
+        if wanted in self.names:
+            return self.names.index(wanted)
+        hits = [i for i, n in enumerate(self.names) if canonical(n) == canonical(wanted)]
+        return hits[0] if len(hits) == 1 else None
+
+
+def read_header(src: Source) -> CsvHeader:
+    """The first non-blank line, parsed as CSV; duplicate names are an error on that line."""
+    with src.data_path.open(encoding="utf-8-sig", newline="") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    names = [n.strip().lstrip("\ufeff") for n in next(csv.reader([line]))]
+                except (csv.Error, StopIteration):
+                    raise src.fail(lineno, "could not parse the header row; expected comma-separated column names"
+                                   ) from None
+                break
+        else:
+            raise src.fail(0, "file is empty; expected a CSV header and data rows")
+    dups = sorted(n for n, c in Counter(n for n in names if n).items() if c > 1)
+    if dups:
+        raise src.fail(lineno, f"duplicate column name {dups[0]!r}; expected unique column names")
+    return CsvHeader(names, lineno)
+
+
+def require_columns(src: Source, header: CsvHeader, wanted: dict[str, str], what: str) -> dict[str, int]:
+    """field -> column index for every (field, column name) in ``wanted``, or an error on the header."""
+    found: dict[str, int] = {}
+    for fld, name in wanted.items():
+        idx = header.find(name)
+        if idx is None:
+            raise src.fail(header.line, f"missing required column {name!r} for {what}; found columns "
+                                        f"{', '.join(repr(n) for n in header.names[:12])}")
+        found[fld] = idx
+    return found
+
+
+def scan_columns(src: Source, header: CsvHeader, columns: dict[str, int]) -> RawTable:
+    """Read the given columns (field -> index) as text; rows are numbered from 0 in file order."""
+    lf = pl.scan_csv(src.data_path, infer_schema=False, has_header=True, glob=False, quote_char='"')
+    picks = [pl.nth(i).alias(fld) for fld, i in columns.items()]
+    if 0 not in columns.values():
+        picks.append(pl.nth(0).alias("__first"))
+    try:
+        df = lf.with_row_index("_rec").select(pl.col("_rec").cast(pl.Int64), *picks).collect()
+    except pl.exceptions.PolarsError as exc:
+        err = diagnose_csv(src, header.line, len(header.names))
+        if err is not None:
+            raise err from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise src.fail(0, f"could not parse as CSV ({first[:120]})") from None
+    fields = [c for c in df.columns if c != "_rec"]
+    blank = pl.all_horizontal(
+        [pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "") for c in fields]
+    )
+    df = df.filter(~blank).drop("__first", strict=False)
+    if df.height == 0:
+        raise src.fail(header.line + 1, "no data rows after the header; expected at least one request")
+    return RawTable(
+        frame=df,
+        columns={fld: header.names[i] for fld, i in columns.items()},
+        locate=csv_locator(src, header.line),
+        header_line=header.line,
+    )

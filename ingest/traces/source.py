@@ -1,0 +1,229 @@
+"""Opening an uploaded trace safely: size caps, magic bytes, gzip, and one streamed pre-scan.
+
+Before any parser sees a file, :func:`open_source` streams it once (1 MiB at a time, never whole)
+and computes its sha256 while checking, for text files: no NUL bytes, valid UTF-8 (a UTF-8 BOM is
+fine), no line longer than ``Limits.max_line_bytes``, and LF or CRLF line ends. Binary formats are
+recognised by their magic bytes: Parquet goes to the Parquet reader, ``.gz`` is inflated into a
+temporary file under a decompressed-size cap (zip-bomb guard), and zip, other archives, images,
+PDFs, UTF-16/32 text and other binaries are refused with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import hashlib
+import shutil
+import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.errors import InputError
+from ingest.traces.limits import Limits
+
+HEAD_BYTES = 64 * 1024
+CHUNK = 1024 * 1024
+PARQUET_MAGIC = b"PAR1"
+GZIP_MAGIC = b"\x1f\x8b"
+# Signature -> what the file is. Checked on the first bytes; a match is refused (except gzip/Parquet).
+REFUSED_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"PK\x03\x04", "a zip archive (or .xlsx/.docx); extract the trace and upload the CSV/JSONL/Parquet file"),
+    (b"PK\x05\x06", "an empty zip archive"),
+    (b"BZh", "bzip2-compressed; decompress it first (only .gz is read directly)"),
+    (b"\xfd7zXZ\x00", "xz-compressed; decompress it first (only .gz is read directly)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed; decompress it first (only .gz is read directly)"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-zip archive; extract the trace first"),
+    (b"Rar!\x1a\x07", "a RAR archive; extract the trace first"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old Office (.xls) document; export it as CSV"),
+    (b"%PDF", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"\x7fELF", "an executable"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+    (b"\x00\x00\xfe\xff", "UTF-32 text; save it as UTF-8"),
+    (b"\xff\xfe\x00\x00", "UTF-32 text; save it as UTF-8"),
+    (b"\xff\xfe", "UTF-16 text; save it as UTF-8"),
+    (b"\xfe\xff", "UTF-16 text; save it as UTF-8"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A pre-scanned input file, ready for a reader."""
+
+    path: Path  # as the user gave it: used in every error message
+    data_path: Path  # the bytes readers parse (an inflated temporary copy for .gz)
+    sha256: str
+    size: int  # bytes of data_path
+    head: bytes  # first bytes of data_path
+    is_parquet: bool
+    has_quote: bool  # any '"' in the text (CSV line numbers then need a slow exact count)
+    suffix: str  # lower-case extension, ".gz" removed
+
+    def fail(self, line: int, message: str) -> InputError:
+        return InputError(self.path, line, message)
+
+
+class _TextCheck:
+    """Streaming checks on text bytes; raises InputError naming the first bad line."""
+
+    def __init__(self, path: Path, limits: Limits) -> None:
+        self.path, self.max_line = path, limits.max_line_bytes
+        self.decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        self.lines_done = 0  # complete lines seen so far
+        self.since_nl = 0  # bytes since the last newline
+        self.has_quote = self.has_lf = self.has_cr = self.nonblank = False
+        self.first = True
+
+    def feed(self, chunk: bytes) -> None:
+        if self.first:
+            self.first = False
+            head = chunk[:64]
+            odd, even = head[1::2].count(0), head[0::2].count(0)
+            if (odd >= len(head) // 4 and even == 0) or (even >= len(head) // 4 and odd == 0 and even):
+                raise InputError(self.path, 1, "looks like UTF-16 text (a NUL every other byte); save it as UTF-8")
+        nul = chunk.find(b"\x00")
+        if nul >= 0:
+            raise InputError(
+                self.path, self._line_at(chunk, nul), "NUL byte (binary data?); expected UTF-8 text"
+            )
+        pending = len(self.decoder.getstate()[0])
+        try:
+            self.decoder.decode(chunk)
+        except UnicodeDecodeError as exc:
+            at = max(0, exc.start - pending)
+            raise InputError(self.path, self._line_at(chunk, at), "invalid UTF-8; expected UTF-8 text") from None
+        self._check_lines(chunk)
+        self.has_quote = self.has_quote or b'"' in chunk
+        self.has_lf = self.has_lf or b"\n" in chunk
+        self.has_cr = self.has_cr or b"\r" in chunk
+        self.nonblank = self.nonblank or bool(chunk.strip())
+
+    def _line_at(self, chunk: bytes, offset: int) -> int:
+        return self.lines_done + chunk.count(b"\n", 0, offset) + 1
+
+    def _check_lines(self, chunk: bytes) -> None:
+        # Chunks are never longer than the cap, so only a line spanning chunk edges can exceed it.
+        first = chunk.find(b"\n")
+        if first < 0:
+            self.since_nl += len(chunk)
+            if self.since_nl > self.max_line:
+                raise InputError(self.path, self.lines_done + 1, self._too_long())
+            return
+        if self.since_nl + first > self.max_line:
+            raise InputError(self.path, self.lines_done + 1, self._too_long())
+        self.lines_done += chunk.count(b"\n")
+        self.since_nl = len(chunk) - chunk.rfind(b"\n") - 1
+
+    def _too_long(self) -> str:
+        return f"line longer than {self.max_line:,} bytes; expected one record per line"
+
+    def finish(self) -> None:
+        try:
+            self.decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise InputError(self.path, self.lines_done + 1, "file ends inside a UTF-8 character") from None
+        if not self.nonblank:
+            raise InputError(self.path, 0, "file is empty (only whitespace); expected a trace")
+        if self.has_cr and not self.has_lf:
+            raise InputError(self.path, 1, "lines end with a bare CR (old Mac style); expected LF or CRLF")
+
+
+def _refusal(head: bytes) -> str | None:
+    for magic, what in REFUSED_MAGIC:
+        if head.startswith(magic):
+            return what
+    return None
+
+
+def _stream(path: Path, chunk: int) -> Iterator[bytes]:
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            yield block
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    for block in _stream(path, CHUNK):
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def _inflate(path: Path, out: Path, limits: Limits) -> None:
+    """gunzip ``path`` into ``out``, refusing more than ``max_decompressed_bytes`` of output."""
+    written = 0
+    try:
+        with gzip.open(path, "rb") as src, out.open("wb") as dst:
+            while block := src.read(CHUNK):
+                written += len(block)
+                if written > limits.max_decompressed_bytes:
+                    raise InputError(
+                        path, 0,
+                        f"gzip inflates to more than {limits.max_decompressed_bytes:,} bytes; refusing (zip bomb?)",
+                    )
+                dst.write(block)
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
+        raise InputError(path, 0, f"corrupt or truncated gzip data ({type(exc).__name__})") from None
+
+
+@contextmanager
+def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = None) -> Iterator[Source]:
+    """Pre-scan ``path``; ``want_parquet`` True/False forces that kind (None: decide by magic bytes)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, 0, "no such file" if not path.exists() else "not a regular file")
+    size = path.stat().st_size
+    if size > limits.max_file_bytes:
+        raise InputError(path, 0, f"file is {size:,} bytes, more than the {limits.max_file_bytes:,}-byte limit")
+    if size == 0:
+        raise InputError(path, 0, "file is empty; expected a trace")
+    with path.open("rb") as fh:
+        head = fh.read(HEAD_BYTES)
+    name = path.name.lower()
+    tmp: str | None = None
+    try:
+        data_path, suffix = path, path.suffix.lower()
+        if head.startswith(GZIP_MAGIC):
+            tmp = tempfile.mkdtemp(prefix="spectune-trace-")
+            data_path = Path(tmp) / "inflated"
+            _inflate(path, data_path, limits)
+            suffix = Path(name[:-3]).suffix if name.endswith(".gz") else ""
+            with data_path.open("rb") as fh:
+                head = fh.read(HEAD_BYTES)
+            if not head:
+                raise InputError(path, 0, "gzip file is empty inside; expected a trace")
+        is_parquet = head.startswith(PARQUET_MAGIC)
+        if want_parquet and not is_parquet:
+            raise InputError(path, 0, "not a Parquet file (no PAR1 magic bytes); expected a Parquet trace")
+        if want_parquet is False and is_parquet:
+            raise InputError(path, 0, "this is a Parquet file; read it with format parquet (or auto)")
+        if not is_parquet and (what := _refusal(head)) is not None:
+            raise InputError(path, 0, f"file is {what}; expected a CSV, JSONL, JSON or Parquet trace")
+        has_quote, sha = False, None
+        if not is_parquet:
+            check = _TextCheck(path, limits)
+            # Hash in the same pass when the bytes checked are the bytes given (not inflated).
+            digest = hashlib.sha256() if data_path == path else None
+            for block in _stream(data_path, min(CHUNK, limits.max_line_bytes)):
+                check.feed(block)
+                if digest is not None:
+                    digest.update(block)
+            check.finish()
+            has_quote, sha = check.has_quote, digest.hexdigest() if digest is not None else None
+        yield Source(
+            path=path,
+            data_path=data_path,
+            sha256=sha or _sha256(path),
+            size=data_path.stat().st_size,
+            head=head,
+            is_parquet=is_parquet,
+            has_quote=has_quote,
+            suffix=suffix,
+        )
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)

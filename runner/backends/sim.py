@@ -1,0 +1,27 @@
+"""The simulator backend (``--backend sim``): cells from runner.simulate, labelled simulated everywhere."""
+
+from __future__ import annotations
+
+from ingest.records import CellKey
+from runner.backends.base import CellOutcome, HostFacts, Sink
+from runner.matrix import Matrix, ServerConfig
+from runner.simulate import simulate_cell
+
+
+class SimBackend:
+    kind = "sim"
+
+    def host_facts(self, matrix: Matrix) -> HostFacts:
+        return HostFacts(host="simulator", gpu_model=",".join(matrix.gpus), gpu_count=0,
+                         engine_version="spectune-sim/1", notes="simulated: calibrated model, not a measurement")
+
+    def run_server_config(self, matrix: Matrix, config: ServerConfig, cells: list[CellKey], sink: Sink) -> None:
+        wl_tokens = {w.name: w.max_tokens for w in matrix.workloads}
+        for key in cells:
+            try:
+                res = simulate_cell(key, matrix.requests_per_cell, max_output_tokens=max(wl_tokens[key.workload], 16))
+            except (ValueError, KeyError) as exc:
+                sink(CellOutcome(key, status="failed", error=f"simulator: {exc}"))
+                continue
+            sink(CellOutcome(key, requests=res.requests, counters=res.counters, itl_ms=res.itl_ms,
+                             window_s=res.window_s, gpu_count=res.gpu_count))

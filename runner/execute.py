@@ -1,0 +1,125 @@
+"""Executing a matrix: plan → skip what the store already has → run each server config once → land cells.
+
+The store is written one cell at a time (each cell atomic), through a connection held only while one
+server config runs, so several runner processes can share a store file and a killed run resumes with no
+duplicates. ``--resume`` continues the newest run of the same matrix and backend.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ingest import sql, store
+from ingest.records import CellKey, RunInfo
+from runner.backends import get_backend
+from runner.backends.base import Backend, CellOutcome
+from runner.matrix import Matrix, ServerConfig
+
+
+@dataclass(slots=True)
+class RunOptions:
+    backend: str = "sim"
+    db: Path | None = None
+    resume: bool = False
+    retry_failed: bool = False
+    run_id: str | None = None
+
+
+@dataclass(slots=True)
+class RunSummary:
+    run_id: str
+    cells_ok: int = 0
+    cells_failed: int = 0
+    cells_skipped: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"run_id": self.run_id, "cells_ok": self.cells_ok, "cells_failed": self.cells_failed,
+                "cells_skipped": self.cells_skipped, "failures": self.failures}
+
+
+Progress = Callable[[str, int, int], None]  # (current server config label, cells done, cells total)
+
+
+def resolve_run_id(matrix: Matrix, opts: RunOptions) -> tuple[str, bool]:
+    """(run id, resuming?) — the newest run of this matrix+backend when resuming, else a new id."""
+    if opts.run_id:
+        return opts.run_id, opts.resume
+    if opts.resume:
+        with store.session(opts.db) as con:
+            row = sql.one(con,
+                "SELECT run_id FROM runs WHERE matrix_hash = ? AND backend = ? ORDER BY started_at DESC LIMIT 1",
+                [matrix.digest, opts.backend],
+            )
+        if row:
+            return row[0], True
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{matrix.name}-{opts.backend}-{stamp}-{secrets.token_hex(3)}", False
+
+
+def pending_cells(matrix: Matrix, run_id: str, opts: RunOptions) -> tuple[list[CellKey], int]:
+    with store.session(opts.db) as con:
+        done = store.cell_status(con, run_id)
+    todo, skipped = [], 0
+    for key in matrix.cells():
+        status = done.get(key.cell_id)
+        if status == "ok" or (status == "failed" and not opts.retry_failed):
+            skipped += 1
+        else:
+            todo.append(key)
+    return todo, skipped
+
+
+def group_by_config(matrix: Matrix, cells: list[CellKey]) -> list[tuple[ServerConfig, list[CellKey]]]:
+    wanted: dict[tuple, list[CellKey]] = {}
+    for key in cells:
+        wanted.setdefault(key.server_config, []).append(key)
+    return [(cfg, wanted[cfg.key]) for cfg in matrix.server_configs() if cfg.key in wanted]
+
+
+def land(con, run_id: str, outcome: CellOutcome, summary: RunSummary, replace: bool) -> None:
+    if outcome.status == "ok":
+        store.write_cell(con, run_id, outcome.key, outcome.requests, window_s=outcome.window_s,
+                         gpu_count=outcome.gpu_count, counters=outcome.counters, itl_ms=outcome.itl_ms,
+                         replace=replace)
+        summary.cells_ok += 1
+    else:
+        store.write_failed_cell(con, run_id, outcome.key, outcome.error or "failed", replace=replace)
+        summary.cells_failed += 1
+        summary.failures.append({"cell_id": outcome.key.cell_id, "error": outcome.error or "failed"})
+
+
+def run_matrix(matrix: Matrix, opts: RunOptions, progress: Progress | None = None,
+               backend: Backend | None = None) -> RunSummary:
+    backend = backend or get_backend(opts.backend)
+    run_id, _resuming = resolve_run_id(matrix, opts)
+    facts = backend.host_facts(matrix)
+    with store.session(opts.db) as con:
+        store.write_run(con, RunInfo(
+            run_id=run_id, backend=backend.kind, source=str(matrix.path), host=facts.host,
+            gpu_model=facts.gpu_model, gpu_count=facts.gpu_count, engine_version=facts.engine_version,
+            matrix_hash=matrix.digest, notes=facts.notes,
+        ))
+    todo, skipped = pending_cells(matrix, run_id, opts)
+    summary = RunSummary(run_id=run_id, cells_skipped=skipped)
+    total = len(todo)
+    done = 0
+    for cfg, cells in group_by_config(matrix, todo):
+        if progress:
+            progress(cfg.label(), done, total)
+        with store.session(opts.db) as con:
+            def sink(outcome: CellOutcome, con=con, label: str = cfg.label()) -> None:
+                nonlocal done
+                land(con, run_id, outcome, summary, replace=opts.retry_failed)
+                done += 1
+                if progress:
+                    progress(label, done, total)
+
+            backend.run_server_config(matrix, cfg, cells, sink)
+    with store.session(opts.db) as con:
+        store.finish_run(con, run_id)
+    return summary

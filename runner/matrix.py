@@ -1,0 +1,190 @@
+"""The benchmark matrix file (TOML): what to run, expanded into cells and server configs.
+
+A matrix names methods with their depths, families with their concrete models, workloads, GPUs and
+loads, plus run settings (requests per cell, sampling, timeouts, launch template). Expansion is
+deterministic: server configs in a stable order, each started once, its cells grouped under it.
+See docs/matrix.md for every key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ingest.errors import InputError
+from ingest.records import KNOWN_METHODS, CellKey
+
+DEFAULT_LAUNCH = "vllm serve {model} --host 127.0.0.1 --port {port} {args}"
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    name: str
+    depths: tuple[int, ...]
+    draft_model: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # merged into --speculative-config
+
+
+@dataclass(frozen=True, slots=True)
+class FamilySpec:
+    name: str
+    model: str
+    tensor_parallel_size: int = 1
+    vllm_args: tuple[str, ...] = ()
+    draft_models: dict[str, str] = field(default_factory=dict)  # method -> draft model path
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    name: str
+    source: str = ""  # built-in prompt set name, or a file path (ShareGPT, JSONL, Spec-Bench, trace)
+    format: str = "auto"
+    max_tokens: int = 256
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    path: Path
+    name: str
+    methods: tuple[MethodSpec, ...]
+    families: tuple[FamilySpec, ...]
+    workloads: tuple[WorkloadSpec, ...]
+    gpus: tuple[str, ...]
+    concurrency: tuple[int, ...]
+    requests_per_cell: int
+    warmup_requests: int = 2
+    endpoint: str = "completions"  # completions | chat
+    launch: str = DEFAULT_LAUNCH
+    env: dict[str, str] = field(default_factory=dict)
+    startup_timeout_s: float = 600.0
+    request_timeout_s: float = 300.0
+    stall_timeout_s: float = 60.0
+    adaptive: dict[str, float] | None = None
+    digest: str = ""
+
+    def cells(self) -> list[CellKey]:
+        """Every cell, grouped by server config (so a server starts once for all its cells)."""
+        out = []
+        for cfg in self.server_configs():
+            for wl in self.workloads:
+                for c in self.concurrency:
+                    out.append(CellKey(cfg.method, cfg.depth, cfg.family, cfg.model, wl.name, cfg.gpu, c))
+        return out
+
+    def server_configs(self) -> list[ServerConfig]:
+        out = []
+        for gpu in self.gpus:
+            for fam in self.families:
+                for m in self.methods:
+                    for d in (m.depths if m.name != "none" else (0,)):
+                        out.append(ServerConfig(m.name, d, fam.name, fam.model, gpu, fam, m))
+        return out
+
+    def family(self, name: str) -> FamilySpec:
+        return next(f for f in self.families if f.name == name)
+
+    def workload(self, name: str) -> WorkloadSpec:
+        return next(w for w in self.workloads if w.name == name)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    method: str
+    depth: int
+    family: str
+    model: str
+    gpu: str
+    family_spec: FamilySpec
+    method_spec: MethodSpec
+
+    @property
+    def key(self) -> tuple[str, int, str, str, str]:
+        return (self.method, self.depth, self.family, self.model, self.gpu)
+
+    def label(self) -> str:
+        m = self.method if self.method == "none" else f"{self.method}:{self.depth}"
+        return f"{self.family}/{m}@{self.gpu}"
+
+
+def _need(table: dict, key: str, kind: type | tuple[type, ...], path: Path, where: str) -> Any:
+    if key not in table:
+        raise InputError(path, 0, f"{where}: missing required key {key!r}")
+    value = table[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise InputError(path, 0, f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {value!r}")
+    return value
+
+
+def _ints(values: Any, path: Path, where: str, lo: int, hi: int) -> tuple[int, ...]:
+    if not isinstance(values, list) or not values:
+        raise InputError(path, 0, f"{where}: expected a non-empty list of integers")
+    for v in values:
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            raise InputError(path, 0, f"{where}: expected integers in [{lo}, {hi}], got {v!r}")
+    return tuple(values)
+
+
+def load_matrix(path: str | Path) -> Matrix:
+    """Read and validate a matrix file; any problem is an :class:`InputError` naming the key."""
+    path = Path(path)
+    try:
+        raw_bytes = path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, 0, f"cannot read matrix file: {exc.strerror}") from None
+    try:
+        raw = tomllib.loads(raw_bytes.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(path, 0, "expected a UTF-8 TOML matrix file") from None
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", 0) or 0
+        raise InputError(path, line, f"expected valid TOML ({str(exc).split(' (at')[0]})") from None
+    methods = []
+    for name, m in _need(raw, "methods", dict, path, "matrix").items():
+        if name not in KNOWN_METHODS:
+            raise InputError(path, 0, f"methods.{name}: unknown method (expected one of {', '.join(KNOWN_METHODS)})")
+        if not isinstance(m, dict):
+            raise InputError(path, 0, f"methods.{name}: expected a table")
+        depths = (0,) if name == "none" else _ints(m.get("depths", [2, 3, 4, 5]), path, f"methods.{name}.depths", 1, 16)
+        methods.append(MethodSpec(name, depths, m.get("draft_model"), dict(m.get("extra", {}))))
+    families = []
+    for name, f in _need(raw, "families", dict, path, "matrix").items():
+        if not isinstance(f, dict):
+            raise InputError(path, 0, f"families.{name}: expected a table")
+        families.append(FamilySpec(
+            name, str(_need(f, "model", str, path, f"families.{name}")),
+            int(f.get("tensor_parallel_size", 1)), tuple(str(a) for a in f.get("vllm_args", [])),
+            {str(k): str(v) for k, v in f.get("draft_models", {}).items()},
+        ))
+    workloads = []
+    for name, w in _need(raw, "workloads", dict, path, "matrix").items():
+        if not isinstance(w, dict):
+            raise InputError(path, 0, f"workloads.{name}: expected a table")
+        workloads.append(WorkloadSpec(name, str(w.get("source", name)), str(w.get("format", "auto")),
+                                      int(w.get("max_tokens", 256)), float(w.get("temperature", 0.0))))
+    run = raw.get("run", {})
+    if not isinstance(run, dict):
+        raise InputError(path, 0, "run: expected a table")
+    gpus = _need(raw, "gpus", list, path, "matrix")
+    if not gpus or not all(isinstance(g, str) and g for g in gpus):
+        raise InputError(path, 0, "gpus: expected a non-empty list of GPU names")
+    loads = raw.get("load", {})
+    concurrency = _ints(loads.get("concurrency", [1]), path, "load.concurrency", 1, 100000)
+    requests = run.get("requests_per_cell", 200)
+    if not isinstance(requests, int) or isinstance(requests, bool) or not 1 <= requests <= 1_000_000:
+        raise InputError(path, 0, f"run.requests_per_cell: expected an integer in [1, 1000000], got {requests!r}")
+    if not methods or not families or not workloads:
+        raise InputError(path, 0, "matrix: methods, families and workloads must each name at least one entry")
+    return Matrix(
+        path=path, name=str(raw.get("name", path.stem)), methods=tuple(methods), families=tuple(families),
+        workloads=tuple(workloads), gpus=tuple(gpus), concurrency=concurrency, requests_per_cell=requests,
+        warmup_requests=int(run.get("warmup_requests", 2)), endpoint=str(run.get("endpoint", "completions")),
+        launch=str(run.get("launch", DEFAULT_LAUNCH)), env={str(k): str(v) for k, v in run.get("env", {}).items()},
+        startup_timeout_s=float(run.get("startup_timeout_s", 600)),
+        request_timeout_s=float(run.get("request_timeout_s", 300)),
+        stall_timeout_s=float(run.get("stall_timeout_s", 60)),
+        adaptive=raw.get("adaptive"), digest=hashlib.sha256(raw_bytes).hexdigest()[:16],
+    )

@@ -1,0 +1,93 @@
+"""Planning a matrix: its cells, its server configs in start order, and the GPU-hours it will cost.
+
+Estimates come from earlier runs of the same cell in the store when there are any, else from the cost
+and acceptance models (steps × step time), else a flat guess that is reported as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis import acceptance, calibration, costmodel, params
+from ingest import store
+from ingest.records import CellKey
+from runner.matrix import Matrix
+
+SERVER_START_S = 300.0  # a large model's load + warm-up; a guess, reported in the plan
+FALLBACK_CELL_S = 120.0
+
+
+@dataclass(slots=True)
+class Plan:
+    cells: int
+    server_configs: list[dict[str, object]]
+    estimated_gpu_hours: float
+    estimate_sources: dict[str, int]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"cells": self.cells, "server_configs": self.server_configs,
+                "estimated_gpu_hours": round(self.estimated_gpu_hours, 3), "estimate_sources": self.estimate_sources}
+
+
+def model_cell_seconds(key: CellKey, requests: int, max_tokens: int) -> float | None:
+    p = params.load()
+    if key.family not in p.families or key.workload not in p.workloads:
+        return None
+    try:
+        dep = p.deployment(key.family, key.gpu)
+    except ValueError:
+        return None
+    wl = p.workloads[key.workload]
+    out = min(wl.output_median, max_tokens)
+    step = costmodel.verify_ms(dep, key.concurrency, key.depth + 1.0)
+    tau = 1.0
+    if key.depth and key.method in p.methods:
+        step += costmodel.draft_ms(dep, p.methods[key.method].draft, key.concurrency, key.depth)
+        tau = acceptance.expected_tokens(calibration.conditional_positions(key.method, key.family, key.workload,
+                                                                           key.depth))
+    per_request_s = (costmodel.prefill_ms(dep, wl.input_median) + out / tau * step) / 1e3
+    return requests * per_request_s / key.concurrency
+
+
+def earlier_seconds(db: Path | None) -> dict[str, float]:
+    try:
+        with store.session(db, read_only=True) as con:
+            rows = con.execute(
+                "SELECT cell_id, median(window_s) FROM cells WHERE status = 'ok' AND window_s IS NOT NULL "
+                "AND run_id IN (SELECT run_id FROM runs WHERE backend = 'vllm') GROUP BY cell_id"
+            ).fetchall()
+    except Exception:  # no store yet: plans must work without one
+        return {}
+    return dict(rows)
+
+
+def plan_matrix(matrix: Matrix, db: Path | None = None) -> Plan:
+    earlier = earlier_seconds(db)
+    sources = {"earlier_runs": 0, "cost_model": 0, "flat_guess": 0}
+    configs = []
+    gpu_hours = 0.0
+    cells_by_cfg: dict[tuple, list[CellKey]] = {}
+    for key in matrix.cells():
+        cells_by_cfg.setdefault(key.server_config, []).append(key)
+    for order, cfg in enumerate(matrix.server_configs(), start=1):
+        cells = cells_by_cfg.get(cfg.key, [])
+        seconds = SERVER_START_S
+        for key in cells:
+            wl = matrix.workload(key.workload)
+            if key.cell_id in earlier:
+                seconds += earlier[key.cell_id]
+                sources["earlier_runs"] += 1
+            elif (s := model_cell_seconds(key, matrix.requests_per_cell, wl.max_tokens)) is not None:
+                seconds += s
+                sources["cost_model"] += 1
+            else:
+                seconds += FALLBACK_CELL_S
+                sources["flat_guess"] += 1
+        gpus = cfg.family_spec.tensor_parallel_size
+        gpu_hours += seconds * gpus / 3600.0
+        configs.append({"order": order, "label": cfg.label(), "method": cfg.method, "depth": cfg.depth,
+                        "family": cfg.family, "model": cfg.model, "gpu": cfg.gpu,
+                        "tensor_parallel_size": gpus, "cells": len(cells), "estimated_s": round(seconds, 1)})
+    return Plan(cells=sum(len(c) for c in cells_by_cfg.values()), server_configs=configs,
+                estimated_gpu_hours=gpu_hours, estimate_sources=sources)

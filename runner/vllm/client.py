@@ -1,0 +1,341 @@
+"""The load generator: streamed OpenAI-compatible requests against vLLM, timed per request and per chunk.
+
+Owns what a cell's per-request samples mean on the vLLM backend: TTFT (send → first non-empty text
+chunk), TPOT = (e2e − TTFT)/(output tokens − 1), e2e (send → ``[DONE]``), ITL (gaps between
+non-empty chunks; with speculation one chunk may carry several tokens, so token counts come from
+``usage``), and how faults become failed requests with a reason while the load goes on.
+
+Load shapes: closed loop (``concurrency`` requests in flight until the prompts run out) or trace
+replay (request *i* sent at ``arrival_times_s[i]``, at most ``concurrency`` in flight).
+
+Overhead: ``concurrency`` single-connection httpx clients (HTTP/1.1, keep-alive), SSE split on raw bytes, one
+``json.loads`` per data line, no per-chunk timers: a stall is httpx's read timeout (no byte for
+``stall_timeout_s``), the overall bound is one ``asyncio.timeout`` per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+import polars as pl
+
+from ingest.records import REQUEST_SCHEMA, conform_requests
+
+Endpoint = Literal["completions", "chat"]
+PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+ERROR_DETAIL_CHARS = 200
+
+
+@dataclass(slots=True)
+class Prompt:
+    """One request's input: plain text, or chat messages (text alone is sent as one user message).
+
+    ``max_tokens`` overrides the load's default. ``expected_output_tokens`` is what the workload or
+    trace says the output should be (not sent; kept for checks and re-scoring).
+    """
+
+    text: str | None = None
+    messages: list[dict[str, str]] | None = None
+    max_tokens: int | None = None
+    expected_output_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.text is None and not self.messages:
+            raise ValueError("a Prompt needs text or messages")
+
+
+@dataclass(slots=True)
+class RequestResult:
+    """One request's outcome. Latencies are ms; ``start_s`` is seconds from the load's start."""
+
+    request_index: int
+    start_s: float = 0.0
+    ok: bool = False
+    error: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int = 0
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+
+
+@dataclass(slots=True)
+class LoadResult:
+    """All requests of one load, the flat list of inter-chunk gaps, and the measured window."""
+
+    requests: list[RequestResult]
+    itl_ms: list[float] = field(default_factory=list)
+    window_s: float = 0.0
+
+    @property
+    def ok_count(self) -> int:
+        return sum(1 for r in self.requests if r.ok)
+
+    @property
+    def failed_count(self) -> int:
+        return len(self.requests) - self.ok_count
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(r.output_tokens for r in self.requests if r.ok)
+
+    def errors(self) -> list[str]:
+        return [r.error for r in self.requests if r.error]
+
+    def requests_frame(self) -> pl.DataFrame:
+        """Per-request rows in the store's :data:`ingest.records.REQUEST_SCHEMA`."""
+        rs = self.requests
+        frame = pl.DataFrame(
+            {
+                "request_index": [r.request_index for r in rs],
+                "input_tokens": [r.input_tokens for r in rs],
+                "output_tokens": [r.output_tokens for r in rs],
+                "ttft_ms": [r.ttft_ms for r in rs],
+                "tpot_ms": [r.tpot_ms for r in rs],
+                "e2e_ms": [r.e2e_ms for r in rs],
+                "start_s": [r.start_s for r in rs],
+                "ok": [r.ok for r in rs],
+                "error": [r.error for r in rs],
+            },
+            schema={k: v for k, v in REQUEST_SCHEMA.items() if k not in ("drafted_tokens", "accepted_tokens")},
+        )
+        return conform_requests(frame)
+
+
+def _one_line(text: str, limit: int = ERROR_DETAIL_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:g}"
+
+
+def build_body(
+    prompt: Prompt,
+    model: str,
+    endpoint: Endpoint,
+    max_tokens: int,
+    temperature: float,
+    ignore_eos: bool,
+    extra_body: dict[str, Any] | None,
+) -> bytes:
+    body: dict[str, Any] = {"model": model}
+    if endpoint == "chat":
+        body["messages"] = prompt.messages or [{"role": "user", "content": prompt.text}]
+    else:
+        if prompt.text is None:
+            raise ValueError("the completions endpoint needs Prompt.text")
+        body["prompt"] = prompt.text
+    body["max_tokens"] = prompt.max_tokens if prompt.max_tokens is not None else max_tokens
+    body["temperature"] = temperature
+    body["stream"] = True
+    body["stream_options"] = {"include_usage": True}
+    if ignore_eos:
+        # vLLM extension: generate exactly max_tokens, so output length is a controlled variable.
+        body["ignore_eos"] = True
+    if extra_body:
+        body.update(extra_body)
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+async def _request(
+    client: httpx.AsyncClient,
+    url: str,
+    body: bytes,
+    index: int,
+    t0: float,
+    chat: bool,
+    timeout_s: float,
+    stall_timeout_s: float,
+    itl_sink: list[float],
+) -> RequestResult:
+    res = RequestResult(request_index=index)
+    start = time.perf_counter()
+    res.start_s = start - t0
+    first: float | None = None
+    last = 0.0
+    chunks = 0
+    done = False
+    usage_out: int | None = None
+    gaps: list[float] = []
+    try:
+        async with asyncio.timeout(timeout_s), client.stream("POST", url, content=body) as resp:
+            if resp.status_code != 200:
+                detail = (await resp.aread()).decode("utf-8", errors="replace")
+                res.error = f"http {resp.status_code}: {_one_line(detail)}"
+            else:
+                buf = b""
+                async for data in resp.aiter_bytes():
+                    now = time.perf_counter()
+                    buf += data
+                    if b"\n" not in data:
+                        continue
+                    lines = buf.split(b"\n")
+                    buf = lines.pop()
+                    for line in lines:
+                        if not line.startswith(b"data:"):
+                            continue
+                        payload = line[5:].strip()
+                        if payload == b"[DONE]":
+                            done = True
+                            continue
+                        obj = json.loads(payload)
+                        choices = obj.get("choices")
+                        if choices:
+                            choice = choices[0]
+                            if chat:
+                                delta = choice.get("delta") or {}
+                                piece = (
+                                    delta.get("content")
+                                    or delta.get("reasoning_content")
+                                    or delta.get("reasoning")
+                                )
+                            else:
+                                piece = choice.get("text")
+                            if piece:
+                                chunks += 1
+                                if first is None:
+                                    first = now
+                                else:
+                                    gaps.append((now - last) * 1000.0)
+                                last = now
+                        usage = obj.get("usage")
+                        if usage:
+                            res.input_tokens = usage.get("prompt_tokens")
+                            usage_out = usage.get("completion_tokens")
+                        if "error" in obj and res.error is None:
+                            err = obj["error"]
+                            msg = err.get("message", err) if isinstance(err, dict) else err
+                            res.error = f"server error: {_one_line(str(msg))}"
+                if res.error is None and not done:
+                    res.error = "truncated stream: no [DONE]"
+    except httpx.ReadTimeout:
+        res.error = f"hang: no token for {_fmt_s(stall_timeout_s)} s"
+    except TimeoutError:
+        res.error = f"timeout: request exceeded {_fmt_s(timeout_s)} s"
+    except httpx.PoolTimeout:
+        res.error = "timeout: no free connection in the client pool"
+    except httpx.TransportError as exc:
+        res.error = f"connection error: {_one_line(str(exc) or type(exc).__name__)}"
+    except json.JSONDecodeError as exc:
+        res.error = f"bad stream: invalid JSON in a data line ({exc.msg})"
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        res.error = f"bad stream: {type(exc).__name__}: {_one_line(str(exc))}"
+    end = time.perf_counter()
+    res.e2e_ms = (end - start) * 1000.0
+    res.output_tokens = usage_out if usage_out is not None else chunks
+    if first is not None:
+        res.ttft_ms = (first - start) * 1000.0
+    if res.error is None:
+        res.ok = True
+        if res.ttft_ms is not None and res.output_tokens > 1:
+            res.tpot_ms = (res.e2e_ms - res.ttft_ms) / (res.output_tokens - 1)
+        itl_sink.extend(gaps)
+    return res
+
+
+async def run_load(
+    base_url: str,
+    model: str,
+    prompts: list[Prompt],
+    concurrency: int,
+    *,
+    endpoint: Endpoint = "completions",
+    max_tokens: int = 128,
+    temperature: float = 0.0,
+    ignore_eos: bool = True,
+    timeout_s: float = 600.0,
+    stall_timeout_s: float = 60.0,
+    arrival_times_s: list[float] | None = None,
+    extra_body: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> LoadResult:
+    """Send every prompt once (streamed) and time it. Failed requests are recorded, never raised.
+
+    ``arrival_times_s`` switches to trace replay: request *i* is sent at ``arrival_times_s[i]``
+    seconds (shifted so the earliest is 0) after the load starts, with ``concurrency`` as the cap on
+    requests in flight. ``headers`` carries e.g. an ``Authorization`` read from the environment by
+    the caller.
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be >= 1")
+    if endpoint not in PATHS:
+        raise ValueError(f"endpoint must be one of {sorted(PATHS)}")
+    if arrival_times_s is not None and len(arrival_times_s) != len(prompts):
+        raise ValueError("arrival_times_s must have one time per prompt")
+    n = len(prompts)
+    if n == 0:
+        return LoadResult(requests=[])
+    url = base_url.rstrip("/") + PATHS[endpoint]
+    chat = endpoint == "chat"
+    bodies = [
+        build_body(p, model, endpoint, max_tokens, temperature, ignore_eos, extra_body) for p in prompts
+    ]
+    timeout = httpx.Timeout(
+        connect=min(10.0, timeout_s), read=stall_timeout_s, write=min(30.0, timeout_s), pool=timeout_s
+    )
+    # One single-connection client per in-flight slot, not one client with a pool of `concurrency`:
+    # httpcore's pool rescans every connection on each request (O(pool) per request, ~4 ms of CPU per
+    # request at 64), while a one-connection pool is O(1). Together they are the pool sized to
+    # concurrency, and keep-alive still reuses each slot's connection.
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    ssl_ctx = httpx.create_ssl_context(trust_env=False)  # loaded once, shared by every slot
+    all_headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **(headers or {})}
+    results: list[RequestResult | None] = [None] * n
+    itl: list[float] = []
+    async with contextlib.AsyncExitStack() as stack:
+        slots = [
+            await stack.enter_async_context(
+                # trust_env=False: an environment proxy must never sit between us and a local server.
+                httpx.AsyncClient(
+                    http1=True, http2=False, limits=one, timeout=timeout, verify=ssl_ctx,
+                    trust_env=False, headers=all_headers,
+                )
+            )
+            for _ in range(min(concurrency, n))
+        ]
+        t0 = time.perf_counter()
+
+        async def send(client: httpx.AsyncClient, i: int) -> None:
+            results[i] = await _request(
+                client, url, bodies[i], i, t0, chat, timeout_s, stall_timeout_s, itl
+            )
+
+        if arrival_times_s is None:
+            indices = iter(range(n))
+
+            async def worker(client: httpx.AsyncClient) -> None:
+                # One shared iterator: each next() runs to completion on the event loop, no lock needed.
+                for i in indices:
+                    await send(client, i)
+
+            await asyncio.gather(*(worker(c) for c in slots))
+        else:
+            origin = min(arrival_times_s)
+            free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+            for c in slots:
+                free.put_nowait(c)
+
+            async def timed(i: int) -> None:
+                delay = t0 + (arrival_times_s[i] - origin) - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                client = await free.get()  # FIFO: a late slot goes to the earliest waiting arrival
+                try:
+                    await send(client, i)
+                finally:
+                    free.put_nowait(client)
+
+            await asyncio.gather(*(timed(i) for i in range(n)))
+
+    done = [r for r in results if r is not None]
+    first_send = min(r.start_s for r in done)
+    last_end = max(r.start_s + (r.e2e_ms or 0.0) / 1000.0 for r in done)
+    return LoadResult(requests=done, itl_ms=itl, window_s=last_end - first_send)

@@ -1,0 +1,1 @@
+"""Tests of the real-vLLM backend: server lifecycle, /metrics parsing, the load client."""
