@@ -146,6 +146,36 @@ trace_requests = Table(
     Column("accepted_tokens", Double),
 )
 
+# Published measurements (the published-results CSV shape), one row per measurement with its source columns
+# intact. Rows whose metric has a `cells` column also land in a cell of the same import run (cell_id,
+# cell_column); the rest (speedups, cumulative per-position rates, ...) live only here.
+published = Table(
+    "published", metadata,
+    Column("run_id", String, primary_key=True),
+    Column("line", Integer, primary_key=True, autoincrement=False),  # line in the imported CSV
+    Column("source_url", String),
+    Column("source_title", String),
+    Column("published", String),
+    Column("engine", String),
+    Column("gpu", String),
+    Column("gpu_count", Integer),
+    Column("model", String),
+    Column("model_family", String),
+    Column("moe", Boolean),
+    Column("method", String),
+    Column("depth", String),
+    Column("workload", String),
+    Column("dataset", String),
+    Column("concurrency", String),
+    Column("temperature", Double),
+    Column("metric", String, nullable=False),
+    Column("value", Double, nullable=False),
+    Column("unit", String),
+    Column("notes", String),
+    Column("cell_id", String),
+    Column("cell_column", String),
+)
+
 
 def ddl_statements() -> list[str]:
     """CREATE TABLE IF NOT EXISTS statements for every table, in DuckDB's dialect."""

@@ -214,6 +214,19 @@ def _cell_frames(
     return frames
 
 
+def cell_frames(
+    run_id: str, key: CellKey, requests: pl.DataFrame, *, window_s: float | None, gpu_count: int,
+    counters: SpecCounters | None = None, itl_ms: np.ndarray | None = None, status: str = "ok",
+    error: str | None = None, headline: dict[str, float] | None = None,
+) -> dict[str, pl.DataFrame]:
+    """The rows one cell would land as (cells, positions, requests, cell_bootstrap), without writing.
+
+    For importers that land many cells from several files in one transaction via :func:`write_tables_bulk`.
+    """
+    return _cell_frames(run_id, key, requests, status=status, error=error, window_s=window_s,
+                        gpu_count=gpu_count, counters=counters, itl_ms=itl_ms, headline=headline)
+
+
 def write_cell(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
@@ -254,14 +267,17 @@ def write_failed_cell(con: duckdb.DuckDBPyConnection, run_id: str, key: CellKey,
                       error=error, replace=replace)
 
 
-def write_tables_bulk(con: duckdb.DuckDBPyConnection, tables: dict[str, pl.DataFrame]) -> dict[str, int]:
+def write_tables_bulk(
+    con: duckdb.DuckDBPyConnection, tables: dict[str, pl.DataFrame], *, extra: dict[str, pl.DataFrame] | None = None
+) -> dict[str, int]:
     """Land pre-built tables (an exported store, the embedded default data) in one transaction.
 
     Cells already present (same run_id, cell_id) are skipped with all their rows; bootstrap replicates
-    are recomputed for new cells when the input does not carry them. Returns rows added per table.
+    are recomputed for new cells when the input does not carry them. ``extra`` holds tables without cell
+    keys (e.g. ``published``) that land as given in the same transaction. Returns rows added per table.
     """
     cells = tables["cells"]
-    if cells.height == 0:
+    if cells.height == 0 and not extra:
         return {}
     existing = sql.frame(con, "SELECT run_id, cell_id FROM cells")
     new_cells = cells.join(existing, on=["run_id", "cell_id"], how="anti") if existing.height else cells
@@ -281,6 +297,9 @@ def write_tables_bulk(con: duckdb.DuckDBPyConnection, tables: dict[str, pl.DataF
             runs = runs.join(have, on="run_id", how="anti") if have.height else runs
             _insert(con, "runs", runs)
         for table, frame in out.items():
+            _insert(con, table, frame)
+            added[table] = frame.height
+        for table, frame in (extra or {}).items():
             _insert(con, table, frame)
             added[table] = frame.height
     return added

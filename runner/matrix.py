@@ -9,6 +9,8 @@ See docs/matrix.md for every key.
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 
 from ingest.errors import InputError
 from ingest.records import KNOWN_METHODS, CellKey
+from runner.adaptive import AdaptiveSpec, parse_adaptive
 
 DEFAULT_LAUNCH = "vllm serve {model} --host 127.0.0.1 --port {port} {args}"
 
@@ -44,6 +47,8 @@ class WorkloadSpec:
     format: str = "auto"
     max_tokens: int = 256
     temperature: float = 0.0
+    request_rate: float | None = None  # Poisson arrivals (req/s), capped by the load's concurrency
+    ignore_eos: bool = True  # generate exactly max_tokens (or the trace's output length)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +68,7 @@ class Matrix:
     startup_timeout_s: float = 600.0
     request_timeout_s: float = 300.0
     stall_timeout_s: float = 60.0
-    adaptive: dict[str, float] | None = None
+    adaptive: AdaptiveSpec | None = None
     digest: str = ""
 
     def cells(self) -> list[CellKey]:
@@ -128,6 +133,45 @@ def _ints(values: Any, path: Path, where: str, lo: int, hi: int) -> tuple[int, .
     return tuple(values)
 
 
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_env(value: Any, path: Path, where: str = "matrix") -> Any:
+    """Replace ``${NAME}`` in every string value with the environment variable NAME (recursively).
+
+    Only the braced form is expanded, so ``$HOME`` or a shell's ``$1`` in a launch template stays as
+    written. An unset variable is an error naming the key: a matrix must never run with a silently
+    empty model path or launch command.
+    """
+    if isinstance(value, str):
+        def sub(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in os.environ:
+                raise InputError(path, 0, f"{where}: environment variable {name} is not set")
+            return os.environ[name]
+
+        return _ENV_REF.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: expand_env(v, path, f"{where}.{k}" if where != "matrix" else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v, path, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _workload(name: str, w: Any, path: Path) -> WorkloadSpec:
+    if not isinstance(w, dict):
+        raise InputError(path, 0, f"workloads.{name}: expected a table")
+    rate = w.get("request_rate")
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0):
+        raise InputError(path, 0, f"workloads.{name}.request_rate: expected a positive number, got {rate!r}")
+    ignore_eos = w.get("ignore_eos", True)
+    if not isinstance(ignore_eos, bool):
+        raise InputError(path, 0, f"workloads.{name}.ignore_eos: expected true or false, got {ignore_eos!r}")
+    return WorkloadSpec(name, str(w.get("source", name)), str(w.get("format", "auto")),
+                        int(w.get("max_tokens", 256)), float(w.get("temperature", 0.0)),
+                        float(rate) if rate is not None else None, ignore_eos)
+
+
 def load_matrix(path: str | Path) -> Matrix:
     """Read and validate a matrix file; any problem is an :class:`InputError` naming the key."""
     path = Path(path)
@@ -142,6 +186,7 @@ def load_matrix(path: str | Path) -> Matrix:
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", 0) or 0
         raise InputError(path, line, f"expected valid TOML ({str(exc).split(' (at')[0]})") from None
+    raw = expand_env(raw, path)
     methods = []
     for name, m in _need(raw, "methods", dict, path, "matrix").items():
         if name not in KNOWN_METHODS:
@@ -161,10 +206,7 @@ def load_matrix(path: str | Path) -> Matrix:
         ))
     workloads = []
     for name, w in _need(raw, "workloads", dict, path, "matrix").items():
-        if not isinstance(w, dict):
-            raise InputError(path, 0, f"workloads.{name}: expected a table")
-        workloads.append(WorkloadSpec(name, str(w.get("source", name)), str(w.get("format", "auto")),
-                                      int(w.get("max_tokens", 256)), float(w.get("temperature", 0.0))))
+        workloads.append(_workload(name, w, path))
     run = raw.get("run", {})
     if not isinstance(run, dict):
         raise InputError(path, 0, "run: expected a table")
@@ -186,5 +228,5 @@ def load_matrix(path: str | Path) -> Matrix:
         startup_timeout_s=float(run.get("startup_timeout_s", 600)),
         request_timeout_s=float(run.get("request_timeout_s", 300)),
         stall_timeout_s=float(run.get("stall_timeout_s", 60)),
-        adaptive=raw.get("adaptive"), digest=hashlib.sha256(raw_bytes).hexdigest()[:16],
+        adaptive=parse_adaptive(raw.get("adaptive"), path), digest=hashlib.sha256(raw_bytes).hexdigest()[:16],
     )

@@ -6,11 +6,13 @@ accepted (one uniform against the cumulative acceptances r_i), emits accepted + 
 T_verify(B, k+1) + T_draft(method, k) with lognormal jitter, B = the cell's concurrency. n-gram steps
 draft only when a match is found. TTFT = prefill + a queueing wait that grows with concurrency.
 Requests are scheduled closed-loop on ``concurrency`` slots, which gives the measured window.
-Seeded per cell (from the cell id), so a cell yields the same samples in any run order.
+Seeded per cell (from the cell id), so a cell yields the same samples in any run order; request lengths
+are seeded per workload, so every method sees the same prompt set.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from dataclasses import dataclass
 
@@ -46,8 +48,11 @@ def simulate_cell(key: CellKey, n_requests: int, *, max_output_tokens: int = 204
     dep = p.deployment(key.family, key.gpu)
     noise = p.noise
     n = int(n_requests)
-    inputs = _lengths(rng, wl.input_median, noise["input_sigma"], n, 8192)
-    outputs = _lengths(rng, wl.output_median, noise["length_sigma"], n, max_output_tokens)
+    # The prompt set is the workload's, shared by every cell (as a real benchmark replays the same prompts):
+    # lengths are seeded by the workload alone, so methods are compared on identical requests.
+    prompts = np.random.default_rng(seed_for(hashlib.sha256(key.workload.encode()).hexdigest()))
+    inputs = _lengths(prompts, wl.input_median, noise["input_sigma"], n, 8192)
+    outputs = _lengths(prompts, wl.output_median, noise["length_sigma"], n, max_output_tokens)
     k = key.depth if key.method != "none" else 0
     batch = float(key.concurrency)
     context = float(inputs.mean() + outputs.mean() / 2)

@@ -16,10 +16,10 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ingest import store  # noqa: E402
-from ingest.default_data import write_default_tables  # noqa: E402
-from runner.execute import RunOptions, run_matrix  # noqa: E402
-from runner.matrix import load_matrix  # noqa: E402
+from ingest import store
+from ingest.default_data import write_default_tables
+from runner.execute import RunOptions, run_matrix
+from runner.matrix import load_matrix
 
 RUN_ID = "default-sim"
 

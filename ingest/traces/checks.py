@@ -15,6 +15,7 @@ from ingest.traces.timeparse import EXAMPLE, parse_datetime_seconds
 MAX_LABEL_CHARS = 256
 MAX_ABS_SECONDS = 1e12  # ~31,700 years: anything bigger is a wrong unit or garbage
 UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds"}
 
 
 class BadValue(Exception):
@@ -63,8 +64,10 @@ def check_counts(col: pl.Series, what: str, *, required: bool, limit: int) -> pl
             msg = f"expected a whole number for {what}, got {_show(raw)}"
         elif value != value:
             msg = f"{what} is NaN; expected a whole number of tokens"
+        elif value in (float("inf"), float("-inf")):
+            msg = f"{what} is infinite ({_show(raw)}); expected a whole number of tokens"
         elif value < 0:
-            msg = f"negative {what} ({_show(raw)}); expected a count >= 0"
+            msg = f"{what} is negative ({_show(raw)}); expected a count >= 0"
         elif value > limit:
             msg = f"{what} of {_show(raw)} is more than {limit:,} tokens per request; expected a real count"
         else:
@@ -112,7 +115,7 @@ def check_timestamps(col: pl.Series, what: str, unit: str, *, required: bool) ->
         bad = ~missing & (num.is_null() | num.is_nan() | num.is_infinite())
         row = _first(bad)
         if row is not None:
-            raise BadValue(row, f"expected a number of {unit} for {what}, got {_show(col[row])}")
+            raise BadValue(row, f"expected a number of {UNIT_WORDS[unit]} for {what}, got {_show(col[row])}")
         secs = num * UNIT_SCALE[unit]
     n_missing = int(missing.sum())
     if n_missing == col.len() and not required:

@@ -73,7 +73,7 @@ def scan_columns(src: Source, header: CsvHeader, columns: dict[str, int]) -> Raw
     if 0 not in columns.values():
         picks.append(pl.nth(0).alias("__first"))
     try:
-        df = lf.with_row_index("_rec").select(pl.col("_rec").cast(pl.Int64), *picks).collect()
+        df = lf.select(*picks).with_row_index("_rec").with_columns(pl.col("_rec").cast(pl.Int64)).collect()
     except pl.exceptions.PolarsError as exc:
         err = diagnose_csv(src, header.line, len(header.names))
         if err is not None:

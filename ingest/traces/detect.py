@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.errors import InputError
 from ingest.traces.csvread import read_header
 from ingest.traces.jsonlread import first_record
 from ingest.traces.limits import DEFAULT_LIMITS, Limits
 from ingest.traces.mapping import AmbiguousMapping, TraceMapping, canonical, infer_mapping
 from ingest.traces.source import Source, open_source
 
-AZURE = frozenset({"timestamp", "contexttokens", "generatedtokens"})
-BURSTGPT = frozenset({"timestamp", "model", "request_tokens", "response_tokens"})
+# Canonical header name -> the name as the format spells it (for messages).
+AZURE_NAMES = {"timestamp": "TIMESTAMP", "contexttokens": "ContextTokens", "generatedtokens": "GeneratedTokens"}
+BURSTGPT_NAMES = {"timestamp": "Timestamp", "model": "Model", "request_tokens": "Request tokens",
+                  "response_tokens": "Response tokens"}
+AZURE, BURSTGPT = frozenset(AZURE_NAMES), frozenset(BURSTGPT_NAMES)
 JSON_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson"})
 KNOWN_CSV = (
     "Azure (TIMESTAMP,ContextTokens,GeneratedTokens), BurstGPT (Timestamp,Model,Request tokens,"
@@ -51,7 +53,7 @@ def _detect_jsonl(src: Source, mapping: TraceMapping | None) -> str:
             return "jsonl"
     except AmbiguousMapping as exc:
         raise src.fail(line, f"ambiguous keys: {exc}") from None
-    shown = ", ".join(repr(k) for k in sorted(keys)[:12])
+    shown = ", ".join(repr(k) for k in sorted(keys)[:12]) or "(none)"
     raise src.fail(line, f"unrecognised JSON keys {shown}; expected Mooncake (timestamp, input_length, "
                          "output_length), vLLM custom (prompt), Spec-Bench (turns) or a column mapping")
 
@@ -61,7 +63,7 @@ def _detect_csv(src: Source, mapping: TraceMapping | None) -> str:
     names = {canonical(n) for n in header.names}
     if mapping is not None:
         return "csv"
-    is_azure, is_burst = AZURE <= names, BURSTGPT <= names
+    is_azure, is_burst = names >= AZURE, names >= BURSTGPT
     if is_azure and is_burst:
         raise src.fail(header.line, "ambiguous header: it has both the Azure and the BurstGPT columns; "
                                     "choose the format explicitly")
@@ -74,9 +76,10 @@ def _detect_csv(src: Source, mapping: TraceMapping | None) -> str:
             return "csv"
     except AmbiguousMapping as exc:
         raise src.fail(header.line, f"ambiguous columns: {exc}") from None
-    for known, label in ((AZURE, "an Azure trace"), (BURSTGPT - {"timestamp"}, "a BurstGPT trace")):
-        if len(names & known) >= 2:
-            lacking = ", ".join(sorted(known - names))
+    for spelled, label in ((AZURE_NAMES, "an Azure trace"), (BURSTGPT_NAMES, "a BurstGPT trace")):
+        specific = set(spelled) - {"timestamp"}  # "timestamp" alone says nothing
+        if names & specific and len(names & set(spelled)) >= 2:
+            lacking = ", ".join(repr(spelled[n]) for n in spelled if n not in names)
             raise src.fail(header.line, f"looks like {label} but lacks column(s) {lacking}")
     shown = ", ".join(repr(n) for n in header.names[:12])
     raise src.fail(header.line, f"unrecognised columns {shown}; expected {KNOWN_CSV} (or pass a mapping)")
@@ -101,9 +104,7 @@ def detect_kind(src: Source, mapping: TraceMapping | None = None) -> str:
 
 
 def detect_format(path: str | Path, mapping: TraceMapping | None = None, limits: Limits = DEFAULT_LIMITS) -> str:
-    """Format name of the trace at ``path``; raises :class:`InputError` when it is unknown or unsafe."""
+    """Format name of the trace at ``path``; raises ``InputError`` when it is unknown or unsafe."""
     with open_source(path, limits, want_parquet=True if Path(path).suffix.lower() == ".parquet" else None) as src:
         return detect_kind(src, mapping)
 
-
-__all__ = ["InputError", "detect_format", "detect_kind"]

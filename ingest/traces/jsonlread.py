@@ -73,7 +73,7 @@ def check_line(src: Source, lineno: int, line: bytes) -> dict[str, Any]:
     except RecursionError:
         raise src.fail(lineno, "JSON nested too deeply; expected a flat object per line") from None
     except json.JSONDecodeError as exc:
-        raise src.fail(lineno, f"invalid JSON ({exc.msg} at column {exc.colno}); expected one object per line"
+        raise src.fail(lineno, f"invalid JSON ({exc.msg}, column {exc.colno}); expected one object per line"
                        ) from None
     except ValueError as exc:
         raise src.fail(lineno, f"{exc}; expected unique keys") from None
@@ -101,10 +101,11 @@ def diagnose_jsonl(src: Source, exc: Exception) -> InputError:
     return src.fail(0, f"could not read as JSON lines ({first[:160]})")
 
 
+WANT_WORDS = {"number": "a number", "text": "text", "label": "a text label", "list": "a list of strings"}
+
+
 def _type_error(want: str, got: str | None) -> str:
-    return f"expected {'a number' if want == 'number' else 'text' if want == 'text' else want}, got " + (
-        TYPE_WORDS.get(got or "", "a number") if got else "nothing"
-    )
+    return f"expected {WANT_WORDS[want]}, got {TYPE_WORDS.get(got or '', 'a number')}"
 
 
 def scan_keys(src: Source, keys: dict[str, tuple[str, str]], limits: Limits) -> RawTable:
@@ -119,7 +120,7 @@ def scan_keys(src: Source, keys: dict[str, tuple[str, str]], limits: Limits) -> 
                 table = con.sql(sql, params=[path, columns, 2 * limits.max_line_bytes]).to_arrow_table()
             finally:
                 con.close()
-        except duckdb.Error as exc:
+        except (duckdb.Error, UnicodeDecodeError) as exc:  # DuckDB may cut a UTF-8 char in its message
             raise diagnose_jsonl(src, exc) from None
     df = pl.from_arrow(table)
     assert isinstance(df, pl.DataFrame)

@@ -55,6 +55,10 @@ class RawTable:
     warnings: list[str] = field(default_factory=list)
 
 
+def _nulls(name: str, dtype: pl.DataType, n: int) -> pl.Series:
+    return pl.repeat(None, n, dtype=dtype, eager=True).alias(name)
+
+
 def _what(raw: RawTable, fld: str) -> str:
     col = raw.columns.get(fld)
     return f"{fld.replace('_', ' ')} ({col!r})" if col else fld.replace("_", " ")
@@ -74,7 +78,7 @@ def _columns(raw: RawTable, limits: Limits, workload: str | None) -> dict[str, p
     out["prompt"] = (
         check_text(df.get_column("prompt"), _what(raw, "prompt"), required="input_tokens" not in has)
         if "prompt" in has
-        else pl.Series("prompt", [None] * n, dtype=pl.String)
+        else _nulls("prompt", pl.String(), n)
     )
     limit = limits.max_tokens_per_request
     if "input_tokens" in has:
@@ -88,7 +92,7 @@ def _columns(raw: RawTable, limits: Limits, workload: str | None) -> dict[str, p
         outs = check_counts(df.get_column("output_tokens"), _what(raw, "output_tokens"),
                             required=not raw.default_output, limit=limit)
     else:
-        outs = pl.Series("output_tokens", [None] * n, dtype=pl.Int64)
+        outs = _nulls("output_tokens", pl.Int64(), n)
     if raw.default_output and (n_default := outs.null_count()):
         outs = outs.fill_null(limits.default_output_tokens)
         raw.warnings.append(
@@ -106,17 +110,17 @@ def _columns(raw: RawTable, limits: Limits, workload: str | None) -> dict[str, p
                                    "timestamp_unit s, ms, us or datetime")
         ts = check_timestamps(df.get_column("timestamp"), _what(raw, "timestamp"), unit,
                               required=raw.timestamp_required)
-    out["timestamp_s"] = ts if ts is not None else pl.Series("timestamp_s", [None] * n, dtype=pl.Float64)
+    out["timestamp_s"] = ts if ts is not None else _nulls("timestamp_s", pl.Float64(), n)
     for fld in ("workload", "shard"):
         out[fld] = (check_labels(df.get_column(fld), _what(raw, fld), lower=fld == "workload")
-                    if fld in has else pl.Series(fld, [None] * n, dtype=pl.String))
+                    if fld in has else _nulls(fld, pl.String(), n))
     workload = workload if workload is not None else raw.workload_hint
     if workload is not None:  # the per-file choice fills rows the file left unlabelled
         out["workload"] = out["workload"].fill_null(workload.strip().lower())
     for fld in ("drafted_tokens", "accepted_tokens"):
         out[fld] = (check_counts(df.get_column(fld), _what(raw, fld), required=False,
                                  limit=limit * COUNTER_LIMIT_FACTOR)
-                    if fld in has else pl.Series(fld, [None] * n, dtype=pl.Int64))
+                    if fld in has else _nulls(fld, pl.Int64(), n))
     over = out["accepted_tokens"] > out["drafted_tokens"]
     if over.any():
         row = int(over.fill_null(False).arg_true()[0])

@@ -84,7 +84,8 @@ class _TextCheck:
             self.first = False
             head = chunk[:64]
             odd, even = head[1::2].count(0), head[0::2].count(0)
-            if (odd >= len(head) // 4 and even == 0) or (even >= len(head) // 4 and odd == 0 and even):
+            # UTF-16 without a BOM: ASCII text has a NUL in every other byte, all on one side.
+            if (odd and not even and odd >= len(head) // 4) or (even and not odd and even >= len(head) // 4):
                 raise InputError(self.path, 1, "looks like UTF-16 text (a NUL every other byte); save it as UTF-8")
         nul = chunk.find(b"\x00")
         if nul >= 0:

@@ -24,27 +24,35 @@ import polars as pl
 CHARS_PER_TOKEN = 4.0
 TOKENS_PER_WORD = 4.0 / 3.0  # i.e. 0.75 words per token
 # CJK ideographs, kana, hangul and full-width forms: about one token per character.
-WIDE_CHARS = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
-_WIDE_RE = re.compile(WIDE_CHARS)
-_WORD_RE = re.compile(r"\S+")
+_WIDE = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+# Whitespace spelled out, so Python's re and polars' Rust regex agree on every character.
+_SPACE = r" \t\n\r\f\v\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+WIDE_CHARS = f"[{_WIDE}]"
+WORDS = f"[^{_SPACE}{_WIDE}]+"  # runs of narrow (non-CJK) text between spaces
+NON_BLANK = f"[^{_SPACE}]"
+_WIDE_RE, _WORD_RE, _NON_BLANK_RE = re.compile(WIDE_CHARS), re.compile(WORDS), re.compile(NON_BLANK)
 
 
 def estimate_tokens_expr(text: pl.Expr) -> pl.Expr:
-    """Estimated token count (Int64) of each string; null stays null, empty text is 0."""
-    chars = text.str.len_chars().cast(pl.Float64)
+    """Estimated token count (Int64) of each string; null stays null, blank text is 0."""
     wide = text.str.count_matches(WIDE_CHARS).cast(pl.Float64)
-    words = text.str.count_matches(r"\S+").cast(pl.Float64)
-    blended = 0.5 * ((chars - wide) / CHARS_PER_TOKEN) + 0.5 * (words * TOKENS_PER_WORD) + wide
+    narrow = text.str.len_chars().cast(pl.Float64) - wide
+    words = text.str.count_matches(WORDS).cast(pl.Float64)
+    blended = 0.5 * (narrow / CHARS_PER_TOKEN) + 0.5 * (words * TOKENS_PER_WORD) + wide
     est = (blended + 0.5).floor().cast(pl.Int64)  # round half up, same as the scalar version
     # Any non-blank text is at least one token.
-    return pl.when(words > 0).then(pl.max_horizontal(est, pl.lit(1, pl.Int64))).otherwise(pl.lit(0, pl.Int64))
+    return (
+        pl.when(text.str.contains(NON_BLANK))
+        .then(pl.max_horizontal(est, pl.lit(1, pl.Int64)))
+        .otherwise(pl.when(text.is_not_null()).then(pl.lit(0, pl.Int64)))
+    )
 
 
 def estimate_tokens(text: str) -> int:
     """Scalar version of :func:`estimate_tokens_expr` (same formula), for tests and one-off use."""
-    words = len(_WORD_RE.findall(text))
-    if words == 0:
+    if not _NON_BLANK_RE.search(text):
         return 0
     wide = len(_WIDE_RE.findall(text))
+    words = len(_WORD_RE.findall(text))
     blended = 0.5 * ((len(text) - wide) / CHARS_PER_TOKEN) + 0.5 * (words * TOKENS_PER_WORD) + wide
     return max(1, math.floor(blended + 0.5))

@@ -1,0 +1,64 @@
+"""Drill-down of one heatmap cell (GPU × family × workload × concurrency): everything behind its winner.
+
+Three views: every method × depth with the metric's 95 % interval (ranked), acceptance by draft position
+for every speculative candidate, and per-request latency samples of the leading candidates plus ``none``
+(the distribution a p99 summarises).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import duckdb
+import polars as pl
+
+from analysis import explore, frames
+from analysis.cellvalues import Slo, metric_values
+from analysis.metrics import get_metric
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    gpu: str
+    family: str
+    workload: str
+    concurrency: int
+
+    def filters(self, base: frames.Filters | None = None) -> frames.Filters:
+        return replace(base or frames.Filters(), gpus=(self.gpu,), families=(self.family,),
+                       workloads=(self.workload,), concurrency=(self.concurrency,))
+
+
+def candidates(con: duckdb.DuckDBPyConnection, group: Group, metric: str, base: frames.Filters | None = None,
+               slo: Slo | None = None) -> pl.DataFrame:
+    """Every (method, depth) of the group with value, interval and rank (1 = best point estimate)."""
+    m = get_metric(metric)
+    cells, _ = metric_values(con, group.filters(base), metric, slo)
+    cells = cells.select("method", "depth", "value", "ci_low", "ci_high", "acceptance_length",
+                         "acceptance_rate", "output_throughput", "p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms",
+                         "n_requests", "backend", "run_id", "cell_id")
+    ranked = cells.sort("value", descending=m.higher_is_better, nulls_last=True)
+    return ranked.with_row_index("rank", offset=1)
+
+
+def positions(con: duckdb.DuckDBPyConnection, group: Group, base: frames.Filters | None = None) -> pl.DataFrame:
+    return explore.by_position(con, group.filters(base))
+
+
+def latency_samples(con: duckdb.DuckDBPyConnection, ranked: pl.DataFrame, top: int = 3) -> pl.DataFrame:
+    """Per-request TTFT, TPOT and e2e of the ``top`` ranked candidates and the ``none`` baseline."""
+    picks = pl.concat([ranked.filter(pl.col("method") != "none").head(top), ranked.filter(pl.col("method") == "none")])
+    parts = []
+    for row in picks.unique(subset=["cell_id"], maintain_order=True).iter_rows(named=True):
+        reqs = frames.requests(con, row["run_id"], row["cell_id"])
+        if reqs.height == 0:
+            continue
+        label = "none" if row["method"] == "none" else f"{row['method']}:{row['depth']}"
+        parts.append(reqs.filter(pl.col("ok").fill_null(True)).select(
+            pl.lit(label).alias("candidate"), pl.lit(row["method"]).alias("method"),
+            "request_index", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens"))
+    if not parts:
+        return pl.DataFrame(schema={"candidate": pl.String, "method": pl.String, "request_index": pl.Int32,
+                                    "ttft_ms": pl.Float64, "tpot_ms": pl.Float64, "e2e_ms": pl.Float64,
+                                    "output_tokens": pl.Int32})
+    return pl.concat(parts)

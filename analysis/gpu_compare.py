@@ -1,0 +1,84 @@
+"""GPU comparison: any two GPUs side by side — per-method ratios, whether the winner changes, efficiency.
+
+Ratios compare each method at its own best depth on each GPU (what a user would deploy on each), as
+B / A in the metric's good direction (> 1: GPU B is better). Efficiency is output tok/s per GPU and per
+watt of board power (data/gpu_specs.csv ``board_power_w``; nameplate power, not measured draw).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from analysis import costmodel, frames
+from analysis.cellvalues import Slo, metric_values
+from analysis.metrics import get_metric
+
+KEY = ("family", "workload", "concurrency")
+
+
+def _best_per_method(cells: pl.DataFrame, higher: bool) -> pl.DataFrame:
+    return (cells.filter(pl.col("value").is_not_null())
+            .sort("value", descending=higher)
+            .unique(subset=["gpu", *KEY, "method"], keep="first", maintain_order=True))
+
+
+def ratios(con: duckdb.DuckDBPyConnection, f: frames.Filters, gpu_a: str, gpu_b: str,
+           metric: str = "output_throughput", slo: Slo | None = None) -> pl.DataFrame:
+    """Per family × workload × concurrency × method: best value on A and on B, their depths, ratio B/A."""
+    m = get_metric(metric)
+    both = replace(f, gpus=(gpu_a, gpu_b))
+    cells, _ = metric_values(con, both, metric, slo)
+    best = _best_per_method(cells, m.higher_is_better)
+    a = best.filter(pl.col("gpu") == gpu_a).select(*KEY, "method", pl.col("depth").alias("depth_a"),
+                                                   pl.col("value").alias("value_a"))
+    b = best.filter(pl.col("gpu") == gpu_b).select(*KEY, "method", pl.col("depth").alias("depth_b"),
+                                                   pl.col("value").alias("value_b"))
+    out = a.join(b, on=[*KEY, "method"], how="inner")
+    ratio = (pl.col("value_b") / pl.col("value_a")) if m.higher_is_better else (pl.col("value_a") / pl.col("value_b"))
+    return out.with_columns(ratio.alias("ratio")).sort(*KEY, "method")
+
+
+def winner_changes(result_a: dict, result_b: dict) -> pl.DataFrame:
+    """Join two winners() documents (one GPU each) group by group: does the winner change with the GPU?
+
+    ``changed`` is True only when both winners are clear and differ; a tie on either side that contains the
+    other GPU's winner is ``not clear`` rather than a change (no claim from noise)."""
+    def rows(res: dict) -> pl.DataFrame:
+        data = [{"family": c["family"], "workload": c["workload"], "concurrency": c["concurrency"],
+                 "method": c["winner"]["method"], "depth": c["winner"]["depth"], "clear": c["clear"],
+                 "tied": [f"{t['method']}:{t['depth']}" for t in c["tied"]]} for c in res["cells"]]
+        return pl.DataFrame(data, schema={"family": pl.String, "workload": pl.String, "concurrency": pl.Int64,
+                                          "method": pl.String, "depth": pl.Int64, "clear": pl.Boolean,
+                                          "tied": pl.List(pl.String)})
+
+    a, b = rows(result_a), rows(result_b)
+    j = a.join(b, on=list(KEY), how="inner", suffix="_b")
+    out = []
+    for r in j.iter_rows(named=True):
+        wa, wb = f"{r['method']}:{r['depth']}", f"{r['method_b']}:{r['depth_b']}"
+        same = wa == wb
+        overlap = wa in (r["tied_b"] or []) or wb in (r["tied"] or [])
+        verdict = "same" if same else ("changes" if r["clear"] and r["clear_b"] and not overlap else "not clear")
+        out.append({"family": r["family"], "workload": r["workload"], "concurrency": r["concurrency"],
+                    "winner_a": wa, "winner_b": wb, "method_changes": r["method"] != r["method_b"],
+                    "verdict": verdict})
+    return pl.DataFrame(out, schema={"family": pl.String, "workload": pl.String, "concurrency": pl.Int64,
+                                     "winner_a": pl.String, "winner_b": pl.String, "method_changes": pl.Boolean,
+                                     "verdict": pl.String})
+
+
+def efficiency(con: duckdb.DuckDBPyConnection, f: frames.Filters) -> pl.DataFrame:
+    """Best-depth output tok/s per GPU and per watt for each GPU × family × workload × concurrency × method."""
+    cells = frames.cells(con, f)
+    specs = costmodel.gpu_specs()
+    power = {g: s.power_w for g, s in specs.items()}
+    best = (cells.sort("output_throughput_per_gpu", descending=True, nulls_last=True)
+            .unique(subset=["gpu", *KEY, "method"], keep="first", maintain_order=True))
+    watts = pl.Series("board_power_w", [power.get(g, np.nan) for g in best["gpu"].to_list()], dtype=pl.Float64)
+    out = best.select("gpu", *KEY, "method", "depth", "output_throughput_per_gpu", "backend").with_columns(watts)
+    return out.with_columns((pl.col("output_throughput_per_gpu") / pl.col("board_power_w")).fill_nan(None)
+                            .alias("tok_s_per_watt")).sort("gpu", *KEY, "method")

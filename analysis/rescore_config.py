@@ -1,0 +1,87 @@
+"""What to deploy: a (method, depth) choice, parsed from ``METHOD:DEPTH`` and turned into vLLM's flag.
+
+Owns the exact ``--speculative-config`` JSON a recommendation prints. It follows vLLM's own keys
+(``method``, ``num_speculative_tokens``; n-gram's ``prompt_lookup_max``/``prompt_lookup_min``; a
+separate drafter's ``model``). The n-gram defaults are vLLM's example values, the same the runner
+launches with (runner/vllm/server.py), so a recommended n-gram config is the one that was measured.
+``none`` means no flag at all. Methods with a separately trained drafter (EAGLE-3, DFlash, DSpark,
+draft_model, medusa) need its path: it comes from ``--draft-model METHOD=PATH`` or stays a marked gap.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from ingest.errors import UsageError
+from ingest.records import KNOWN_METHODS
+
+NGRAM_DEFAULTS: dict[str, int] = {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
+# Methods whose drafter is a separate checkpoint (vLLM's speculative_config needs "model" for them).
+NEEDS_DRAFT_MODEL: frozenset[str] = frozenset({"eagle3", "eagle", "dflash", "dspark", "draft_model", "medusa"})
+MAX_DEPTH = 16
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Choice:
+    """One candidate configuration: a method and its depth (``num_speculative_tokens``; 0 for none)."""
+
+    method: str
+    depth: int
+
+    @property
+    def label(self) -> str:
+        return "none" if self.method == "none" else f"{self.method}:{self.depth}"
+
+
+def parse_choice(text: str) -> Choice:
+    """``mtp:3`` → Choice('mtp', 3); ``none`` (or ``none:0``) → the baseline. Raises UsageError."""
+    raw = (text or "").strip().lower()
+    method, _, depth = raw.partition(":")
+    if method not in KNOWN_METHODS:
+        raise UsageError(f"--default {text!r}: unknown method {method!r} (expected one of {', '.join(KNOWN_METHODS)})")
+    if method == "none":
+        if depth not in ("", "0"):
+            raise UsageError(f"--default {text!r}: the none baseline has no depth")
+        return Choice("none", 0)
+    if not depth.isdigit() or not 1 <= int(depth) <= MAX_DEPTH:
+        raise UsageError(f"--default {text!r}: expected METHOD:DEPTH with a depth of 1–{MAX_DEPTH}, e.g. mtp:3")
+    return Choice(method, int(depth))
+
+
+def parse_draft_models(items: list[str]) -> dict[str, str]:
+    """``["eagle3=/models/eagle3-qwen"]`` → {"eagle3": "/models/eagle3-qwen"}."""
+    out: dict[str, str] = {}
+    for item in items:
+        method, sep, path = item.partition("=")
+        if not sep or method.strip() not in KNOWN_METHODS or not path.strip():
+            raise UsageError(f"--draft-model {item!r}: expected METHOD=PATH, e.g. eagle3=/models/eagle3")
+        out[method.strip()] = path.strip()
+    return out
+
+
+def speculative_config(choice: Choice, draft_models: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The ``--speculative-config`` dict for a choice; ``None`` for the ``none`` baseline."""
+    if choice.method == "none":
+        return None
+    config: dict[str, Any] = {"method": choice.method, "num_speculative_tokens": choice.depth}
+    if choice.method == "ngram":
+        config.update(NGRAM_DEFAULTS)
+    model = (draft_models or {}).get(choice.method)
+    if model:
+        config["model"] = model
+    return config
+
+
+def needs_draft_model(choice: Choice, draft_models: dict[str, str] | None = None) -> bool:
+    """True when the config still lacks the drafter checkpoint vLLM needs for this method."""
+    return choice.method in NEEDS_DRAFT_MODEL and not (draft_models or {}).get(choice.method)
+
+
+def vllm_args(config: dict[str, Any] | None) -> str:
+    """The command-line fragment for ``vllm serve``: empty for the baseline, else the quoted JSON flag."""
+    if config is None:
+        return ""
+    return "--speculative-config " + shlex.quote(json.dumps(config, separators=(",", ":")))

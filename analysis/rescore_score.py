@@ -1,0 +1,214 @@
+"""Scoring one candidate (method, depth) on one shard of a trace: throughput, p99 e2e, goodput.
+
+Owns the per-request model, applied to buckets of requests (analysis.rescore_trace), never to single
+requests in Python:
+
+* a request of ``L`` output tokens and ``I`` input tokens at concurrency ``c`` takes
+  e2e = TTFT·s_T(I) + (L − 1)·TPOT·s_P(I + L/2), with (TTFT, TPOT) the measured per-request samples of the
+  cell (workload, c) — of the requests in the same output-length bucket when the cell has ≥ 30 of them,
+  else all of them — and s_T, s_P the cost model's prefill and step-time ratios for this trace's input
+  and context lengths against the cell's own (1 without a cost model);
+* load comes from the arrival rate (Little's law): in each time bucket the concurrency per server is
+  c = λ · mean e2e(c), solved by bisection; between measured concurrencies the prediction is the mix of
+  the two neighbouring cells weighted linearly in log c; above the largest it is held there and counted
+  as ``saturated``. Without timestamps a fixed concurrency is used;
+* output throughput = output tokens / server-seconds, a request holding 1/c of a server for its e2e (the
+  benchmark's definition, with this trace's lengths and load); p99 e2e is the weighted 99th percentile
+  over all (bucket, sample) pairs; goodput = requests meeting the SLO per server-second;
+* bootstrap replicates: each cell's replicate/point ratios, weighted by the cell's share of the server
+  time (throughput, goodput) or of the requests (p99) — a first-order propagation of the benchmark noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis import rescore_fill
+from analysis.rescore_matrix import CellSamples
+from analysis.rescore_trace import bucket_bounds
+
+MIN_SAMPLES_PER_BUCKET = 30
+P99 = 0.99
+
+
+@dataclass(slots=True)
+class ShardInput:
+    """A shard's buckets as arrays, already split over the store's workloads (candidate-independent)."""
+
+    t: np.ndarray  # time bucket per row
+    wi: np.ndarray  # store-workload index per row
+    lb: np.ndarray  # output-length bucket per row
+    n: np.ndarray  # requests (weighted when a row was split over workloads)
+    out: np.ndarray  # output tokens (same weighting)
+    inp: np.ndarray  # input tokens
+    n_t: np.ndarray  # requests per time bucket
+    rate: np.ndarray | None  # arrival rate per server per time bucket (req/s); None: fixed concurrency
+    fixed_c: float | None
+    grid: list[int]  # measured concurrencies usable for this shard
+
+
+@dataclass(slots=True)
+class Prediction:
+    output_throughput: float
+    p99_e2e_ms: float
+    goodput: float | None
+    reps: dict[str, np.ndarray]
+    mean_concurrency: float
+    saturated_share: float
+    requests: float
+    tokens: float
+    server_s: float
+    provenance: dict[str, float] = field(default_factory=dict)  # share of requests per cell provenance
+
+
+def _subset(cell: CellSamples, lb: int, cache: dict) -> tuple[np.ndarray, np.ndarray]:
+    key = (id(cell), lb)
+    got = cache.get(key)
+    if got is None:
+        lo, hi = bucket_bounds(lb)
+        mask = (cell.out >= lo) & (cell.out < hi)
+        got = (cell.ttft[mask], cell.tpot[mask]) if mask.sum() >= MIN_SAMPLES_PER_BUCKET else (cell.ttft, cell.tpot)
+        cache[key] = got
+    return got
+
+
+def _interp(c: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lower grid index and weight of the upper neighbour, linear in log c (c already clamped)."""
+    if grid.size == 1:
+        return np.zeros(c.shape, dtype=int), np.zeros(c.shape)
+    i = np.clip(np.searchsorted(grid, c, side="right") - 1, 0, grid.size - 2)
+    lg = np.log(grid)
+    w = (np.log(c) - lg[i]) / (lg[i + 1] - lg[i])
+    return i, np.clip(w, 0.0, 1.0)
+
+
+def _solve_load(si: ShardInput, a_tg: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concurrency per time bucket from c = λ·mean e2e(c); also whether the bucket saturated."""
+    n_t = np.maximum(si.n_t, 1e-12)
+    if si.rate is None:
+        c = np.full(n_t.shape, float(np.clip(si.fixed_c or grid[0], grid[0], grid[-1])))
+        return c, np.zeros(n_t.shape, dtype=bool)
+
+    def excess(c: np.ndarray) -> np.ndarray:
+        i, w = _interp(c, grid)
+        rows = np.arange(c.size)
+        mean_e2e_s = ((1 - w) * a_tg[rows, i] + w * a_tg[rows, np.minimum(i + 1, grid.size - 1)]) / n_t / 1e3
+        return si.rate * mean_e2e_s - c
+
+    lo, hi = np.full(n_t.shape, float(grid[0])), np.full(n_t.shape, float(grid[-1]))
+    saturated = excess(hi) > 0
+    idle = excess(lo) <= 0
+    for _ in range(40):  # bisection in log c
+        mid = np.sqrt(lo * hi)
+        up = excess(mid) > 0
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+    c = np.where(saturated, grid[-1], np.where(idle, grid[0], np.sqrt(lo * hi)))
+    return c, saturated
+
+
+def score(cells: list[list[CellSamples]], si: ShardInput, *, method: str, depth: int, workloads: list[str],
+          dep, slo: tuple[float, float] | None, n_rep: int) -> Prediction:
+    """Predict one candidate on one shard. ``cells[w][g]``: the (filled) cell per store workload × grid."""
+    grid = np.asarray(si.grid, dtype=float)
+    n_w, n_g, n_r = len(workloads), grid.size, si.n.size
+    cache: dict = {}
+    L = si.out / np.maximum(si.n, 1e-12)
+    inp = si.inp / np.maximum(si.n, 1e-12)
+    ctx = inp + L / 2
+    p0, p1 = rescore_fill.prefill_line(dep)
+    pairs, pair_of_row = np.unique(np.stack([si.wi, si.lb], axis=1), axis=0, return_inverse=True)
+    pair_of_row = pair_of_row.reshape(-1)
+    # Per (pair, g): mean TTFT and TPOT of the samples; per (w, g): the cost-model scaling lines.
+    m_ttft, m_tpot = np.empty((len(pairs), n_g)), np.empty((len(pairs), n_g))
+    for p, (w, lb) in enumerate(pairs):
+        for g in range(n_g):
+            tt, tp = _subset(cells[w][g], int(lb), cache)
+            m_ttft[p, g], m_tpot[p, g] = tt.mean(), tp.mean()
+    s_t = np.empty((n_r, n_g))
+    s_p = np.empty((n_r, n_g))
+    for g in range(n_g):
+        for w in range(n_w):
+            cell = cells[w][g]
+            rows = si.wi == w
+            if not rows.any():
+                continue
+            t0, t1 = rescore_fill.step_line(method, workloads[w], depth, dep, grid[g])
+            cell_in = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
+            cell_ctx = cell_in + float(np.mean(cell.out)) / 2
+            s_p[rows, g] = (t0 + t1 * ctx[rows]) / (t0 + t1 * cell_ctx)
+            s_t[rows, g] = (p0 + p1 * inp[rows]) / (p0 + p1 * cell_in)
+    e2e_rg = m_ttft[pair_of_row] * s_t + np.maximum(L - 1, 0)[:, None] * m_tpot[pair_of_row] * s_p  # mean ms
+    n_t_buckets = si.n_t.size
+    a_tg = np.zeros((n_t_buckets, n_g))
+    for g in range(n_g):
+        a_tg[:, g] = np.bincount(si.t, weights=si.n * e2e_rg[:, g], minlength=n_t_buckets)
+    c_t, sat_t = _solve_load(si, a_tg, grid)
+    i_t, w_t = _interp(c_t, grid)
+    i_r, w_r, c_r = i_t[si.t], w_t[si.t], c_t[si.t]
+    rows = np.arange(n_r)
+    j_r = np.minimum(i_r + 1, n_g - 1)
+    e2e_r = (1 - w_r) * e2e_rg[rows, i_r] + w_r * e2e_rg[rows, j_r]
+    server_ms = si.n * e2e_r / c_r
+    tokens, requests = float(si.out.sum()), float(si.n.sum())
+    server_s = float(server_ms.sum()) / 1e3
+    thr = tokens / server_s if server_s > 0 else float("nan")
+    # Component weights: (row, lower g) and (row, upper g); samples per (pair, g).
+    comp_w = np.concatenate([si.n * (1 - w_r), si.n * w_r])
+    comp_pair = np.concatenate([pair_of_row, pair_of_row])
+    comp_g = np.concatenate([i_r, j_r])
+    comp_row = np.concatenate([rows, rows])
+    keep = comp_w > 0
+    comp_w, comp_pair, comp_g, comp_row = comp_w[keep], comp_pair[keep], comp_g[keep], comp_row[keep]
+    values, weights, meeting = [], [], 0.0
+    # Group components by (pair, g): rows in a group share samples; their L and scalings are averaged.
+    key = comp_pair * n_g + comp_g
+    for k in np.unique(key):
+        sel = key == k
+        p, g = int(k // n_g), int(k % n_g)
+        wsum = comp_w[sel].sum()
+        rr = comp_row[sel]
+        lbar = float((comp_w[sel] * np.maximum(L[rr] - 1, 0)).sum() / wsum)
+        st = float((comp_w[sel] * s_t[rr, g]).sum() / wsum)
+        sp = float((comp_w[sel] * s_p[rr, g]).sum() / wsum)
+        tt, tp = _subset(cells[pairs[p][0]][g], int(pairs[p][1]), cache)
+        e2e = tt * st + lbar * tp * sp
+        values.append(e2e)
+        weights.append(np.full(e2e.size, wsum / e2e.size))
+        if slo is not None:
+            meeting += wsum * float(np.mean((tt * st <= slo[0]) & (tp * sp <= slo[1])))
+    vals, wts = np.concatenate(values), np.concatenate(weights)
+    order = np.argsort(vals, kind="stable")
+    cum = np.cumsum(wts[order])
+    p99 = float(vals[order][np.searchsorted(cum, P99 * cum[-1])])
+    goodput = meeting / server_s if slo is not None and server_s > 0 else None
+    # Shares per cell (w, g) for replicate propagation and provenance.
+    cell_idx = si.wi[comp_row] * n_g + comp_g
+    st_share = np.bincount(cell_idx, weights=np.concatenate([server_ms * (1 - w_r), server_ms * w_r])[keep],
+                           minlength=n_w * n_g)
+    rq_share = np.bincount(cell_idx, weights=comp_w, minlength=n_w * n_g)
+    flat = [cells[w][g] for w in range(n_w) for g in range(n_g)]
+    thr_rep = np.full(n_rep, thr)
+    p99_rep = np.full(n_rep, p99)
+    if n_rep:
+        used = [i for i in range(len(flat)) if st_share[i] > 0 or rq_share[i] > 0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inv = sum(st_share[i] / 1e3 / _reps(flat[i].thr_ratio, n_rep) for i in used)
+            thr_rep = tokens / inv
+            p99_rep = p99 * sum(rq_share[i] / requests * _reps(flat[i].p99_ratio, n_rep) for i in used)
+    reps = {"output_throughput": thr_rep, "p99_e2e_ms": p99_rep}
+    if goodput is not None:
+        reps["goodput"] = goodput * thr_rep / thr
+    prov: dict[str, float] = {}
+    for i, cell in enumerate(flat):
+        if rq_share[i] > 0:
+            prov[cell.provenance] = prov.get(cell.provenance, 0.0) + float(rq_share[i]) / requests
+    return Prediction(output_throughput=thr, p99_e2e_ms=p99, goodput=goodput, reps=reps,
+                      mean_concurrency=float((si.n * c_r).sum() / requests),
+                      saturated_share=float(si.n_t[sat_t].sum() / requests), requests=requests, tokens=tokens,
+                      server_s=server_s, provenance={k: round(v, 6) for k, v in sorted(prov.items())})
+
+
+def _reps(ratio: np.ndarray, n_rep: int) -> np.ndarray:
+    return ratio if ratio.size == n_rep else np.full(n_rep, np.nan)

@@ -1,0 +1,38 @@
+"""spectune dashboard entry point: ``streamlit run dashboard/app.py``. Builds the navigation only.
+
+Pages are listed once in :data:`PAGES` (file, title, icon); pages owned by other parts of the project
+("Your traffic", "Runs & drift") are included only when their file exists.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE.parent) not in sys.path:  # `streamlit run` puts dashboard/ on the path, not the repo root
+    sys.path.insert(0, str(HERE.parent))
+
+import streamlit as st  # noqa: E402
+
+PAGES: list[tuple[str, str, str]] = [
+    ("pages/winners.py", "Winners", ":material/emoji_events:"),
+    ("pages/explore.py", "Explore", ":material/query_stats:"),
+    ("pages/tradeoffs.py", "Trade-offs", ":material/scatter_plot:"),
+    ("pages/gpus.py", "GPUs", ":material/memory:"),
+    ("pages/load.py", "Load", ":material/speed:"),
+    ("pages/traffic.py", "Your traffic", ":material/upload_file:"),
+    ("pages/runs.py", "Runs & drift", ":material/history:"),
+    ("pages/datasets.py", "Data", ":material/table_view:"),
+]
+
+
+def pages() -> list[st.Page]:
+    out = []
+    for i, (file, title, icon) in enumerate(p for p in PAGES if (HERE / p[0]).exists()):
+        out.append(st.Page(str(HERE / file), title=title, icon=icon, default=i == 0))
+    return out
+
+
+st.set_page_config(page_title="spectune", page_icon="⚡", layout="wide")
+st.navigation(pages()).run()

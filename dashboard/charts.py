@@ -1,0 +1,294 @@
+"""Altair chart builders: every chart the pages show and export (heatmaps, curves, scatters, bars).
+
+Builders take frames that :mod:`analysis` already computed and only map columns to marks; colours come
+from :mod:`dashboard.theme` so a method has one colour everywhere. Label strings for heatmap cells are
+assembled here (presentation), never numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import altair as alt
+import polars as pl
+import streamlit as st
+
+from dashboard import theme
+
+SELECTION = "cell"  # name of the heatmap click selection (read back by st.altair_chart on_select)
+CELL_W, CELL_H = 172, 66
+LINE_H = 15  # label line height at theme.FONT_SIZE
+TIE_SLOTS = 8  # a tie cell is hatched: stripes cycling through the tied methods, every other one lighter
+
+
+def method_color(present: list[str] | None = None, title: str = "method", legend: bool = True) -> alt.Color:
+    domain, rng = theme.scale_domain_range(present or [])
+    return alt.Color("method:N", scale=alt.Scale(domain=domain, range=rng), title=title,
+                     legend=alt.Legend(orient="right") if legend else None)
+
+
+def _fmt(v: float | None, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.{digits}f}" if abs(v) < 1e5 else f"{v:,.0f}"
+
+
+def _digits(metric: str) -> int:
+    return 3 if metric in ("acceptance_rate", "acceptance_length") else 1
+
+
+def winner_rows(doc: dict) -> pl.DataFrame:
+    """One row per heatmap cell from an ``analysis.winners`` document: names, labels, tooltip text."""
+    d = _digits(doc["metric"])
+    rows = []
+    for c in doc["cells"]:
+        w = c["winner"]
+        tied = [f"{t['method']}·{t['depth']}" for t in c["tied"]]
+        gain = c.get("gain_vs_none_pct")
+        gain_txt = "baseline" if w["method"] == "none" else ("" if gain is None else f"{gain:+.0f}% vs none")
+        if c["clear"]:
+            label = f"{w['method']}·{w['depth']}\n{gain_txt}"
+        else:
+            head = " ≈ ".join(tied[:2]) + (f" +{len(tied) - 2}" if len(tied) > 2 else "")
+            label = f"TIE\n{head}\n{gain_txt}"
+        top = [f"{t['method']}·{t['depth']}: {_fmt(t['value'], d)} [{_fmt(t['ci_low'], d)}, {_fmt(t['ci_high'], d)}]"
+               for t in c["top3"]]
+        rows.append({
+            "gpu": c["gpu"], "family": c["family"], "workload": c["workload"], "concurrency": c["concurrency"],
+            "method": w["method"], "depth": w["depth"], "value": w["value"], "gain_vs_none_pct": gain,
+            "clear": c["clear"], "verdict": "clear winner" if c["clear"] else f"tie ({len(tied)} tied)",
+            "tied": ", ".join(tied), "label": label.rstrip("\n"),
+            "lines": label.rstrip("\n").count("\n") + 1,
+            "text_color": theme.TEXT_ON.get(w["method"], "#000000"),
+            "top1": top[0] if top else "", "top2": top[1] if len(top) > 1 else "",
+            "top3": top[2] if len(top) > 2 else "", "backend": c["backend"],
+        })
+    return pl.DataFrame(rows, schema_overrides={"gain_vs_none_pct": pl.Float64, "value": pl.Float64})
+
+
+def _tie_stripes(rows: pl.DataFrame, tied_methods: dict[tuple, list[str]]) -> pl.DataFrame:
+    out = []
+    for r in rows.iter_rows(named=True):
+        key = (r["gpu"], r["family"], r["workload"])
+        ms = tied_methods.get(key) or [r["method"]]
+        for s in range(TIE_SLOTS):
+            tie = not r["clear"]
+            out.append({**r, "slot": s, "method": ms[s // 2 % len(ms)] if tie else r["method"],
+                        "shade": 0.6 if tie and s % 2 else 1.0})
+    return pl.DataFrame(out, schema_overrides=rows.schema)
+
+
+def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str,
+                   select: bool = True) -> alt.LayerChart:
+    """Rows = family, columns = workload; fill = winning method; a tie is striped with its tied methods'
+    colours, outlined dashed and labelled TIE; the tooltip lists the top 3 with 95 % intervals."""
+    cells = [c for c in doc["cells"] if c["gpu"] == gpu]
+    rows = winner_rows({**doc, "cells": cells})
+    tied_methods = {(c["gpu"], c["family"], c["workload"]): [t["method"] for t in c["tied"]] for c in cells}
+    fams = [f for f in families if f in set(rows["family"])] if rows.height else families
+    wls = [w for w in workloads if w in set(rows["workload"])] if rows.height else workloads
+    stripes = _tie_stripes(rows, tied_methods) if rows.height else rows
+    band = alt.Scale(paddingInner=0.04, paddingOuter=0.02)
+    x = alt.X("workload:N", sort=wls, title=None, scale=band,
+              axis=alt.Axis(orient="top", labelAngle=0, labelFontSize=13, labelPadding=6, ticks=False, domain=False))
+    y = alt.Y("family:N", sort=fams, title=None, scale=band, axis=alt.Axis(labelFontSize=13, ticks=False, domain=False))
+    tooltip = [alt.Tooltip("family:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
+               alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
+               alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
+               alt.Tooltip("backend:N")]
+    present = sorted(set(stripes["method"])) if stripes.height else []
+    sel = alt.selection_point(name=SELECTION, fields=["gpu", "family", "workload"], on="click", empty=False)
+    # clear cells are one rect (no seams); ties are drawn as stripes through an x offset
+    solid = alt.Chart(rows.filter(pl.col("clear")).to_arrow()).mark_rect().encode(
+        x=x, y=y, color=method_color(present, "winner"), tooltip=tooltip)
+    hatch = alt.Chart(stripes.filter(~pl.col("clear")).to_arrow()).mark_rect().encode(
+        x=x, y=y, xOffset=alt.XOffset("slot:O", scale=alt.Scale(paddingInner=0, paddingOuter=0)),
+        color=method_color(present, "winner"), opacity=alt.Opacity("shade:Q", scale=None), tooltip=tooltip)
+    outline = alt.Chart(rows.to_arrow()).mark_rect(fillOpacity=0).encode(
+        x=x, y=y, tooltip=tooltip,
+        stroke=alt.when(sel).then(alt.value(theme.SELECTED_STROKE)).otherwise(alt.value("transparent")),
+        strokeWidth=alt.when(sel).then(alt.value(4)).otherwise(alt.value(0)),
+    )
+    if select:
+        outline = outline.add_params(sel)
+    labels = []
+    # Vega puts a multi-line label's first line on the row centre: lift each label by half its height
+    for n_lines in sorted(set(rows["lines"])) if rows.height else []:
+        part = rows.filter(pl.col("lines") == n_lines)
+        lift = -LINE_H / 2 * (n_lines - 1)
+        ties = part.filter(~pl.col("clear"))
+        if ties.height:  # a white halo keeps black text legible on the hatching
+            labels.append(alt.Chart(ties.to_arrow()).mark_text(
+                lineBreak="\n", fontSize=theme.FONT_SIZE, fontWeight="bold", stroke="#FFFFFF", strokeWidth=4,
+                strokeJoin="round", dy=lift).encode(x=x, y=y, text="label:N"))
+        labels.append(alt.Chart(part.to_arrow()).mark_text(
+            lineBreak="\n", fontSize=theme.FONT_SIZE, fontWeight="bold", dy=lift).encode(
+            x=x, y=y, text="label:N", tooltip=tooltip,
+            color=alt.condition("datum.clear", alt.Color("text_color:N", scale=None), alt.value("#000000"))))
+    return alt.layer(solid, hatch, outline, *labels).properties(
+        width=CELL_W * max(len(wls), 1), height=CELL_H * max(len(fams), 1),
+        title=alt.Title(f"{gpu} · winner by {metric_label}",
+                        subtitle="hatched = tie: no clear winner at 95 %; stripes show the tied methods",
+                        anchor="start"))
+
+
+def finish(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    """Top-level configuration for a chart shown or exported on its own (not inside a report concat)."""
+    return chart.configure_view(stroke=None)
+
+
+def candidates_chart(ranked: pl.DataFrame, metric_label: str) -> alt.LayerChart:
+    """Every method × depth of one group: point estimate and 95 % interval, best first."""
+    df = ranked.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
+    order = df["candidate"].to_list()
+    base = alt.Chart(df.to_arrow()).encode(
+        y=alt.Y("candidate:N", sort=order, title=None, axis=alt.Axis(labelFontSize=12)),
+        color=method_color(sorted(set(df["method"]))),
+        tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"),
+                 alt.Tooltip("ci_low:Q", format=",.3f"), alt.Tooltip("ci_high:Q", format=",.3f"), "rank:Q"])
+    bars = base.mark_rule(strokeWidth=3).encode(x=alt.X("ci_low:Q", title=metric_label, scale=alt.Scale(zero=False)),
+                                                x2="ci_high:Q")
+    pts = base.mark_point(filled=True, size=70).encode(x="value:Q")
+    return alt.layer(bars, pts).properties(width=520, height=max(14 * df.height, 120),
+                                           title="Every candidate with its 95 % interval")
+
+
+def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "") -> alt.Chart:
+    """Acceptance by draft position, one line per (method, depth)."""
+    y_title = "cumulative acceptance r_i" if value == "acceptance" else "conditional acceptance p_i"
+    df = pos.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
+    return alt.Chart(df.to_arrow()).mark_line(point=True).encode(
+        x=alt.X("position:O", title="draft position"),
+        y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
+        color=method_color(sorted(set(df["method"]))), detail="candidate:N",
+        opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
+        tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
+    ).properties(width=360, height=240, title=title or "Acceptance by draft position")
+
+
+def latency_chart(samples: pl.DataFrame, column: str = "e2e_ms") -> alt.Chart:
+    """Per-request latency distribution of the leading candidates and the baseline (box = IQR, whiskers
+    1.5 IQR, dots beyond)."""
+    return alt.Chart(samples.to_arrow()).mark_boxplot(extent=1.5, size=22).encode(
+        y=alt.Y("candidate:N", title=None), x=alt.X(f"{column}:Q", title=f"request {column.replace('_ms', '')} (ms)"),
+        color=method_color(sorted(set(samples["method"])), legend=False),
+    ).properties(width=520, height=max(44 * samples["candidate"].n_unique(), 90),
+                 title=f"Request {column.replace('_ms', '').upper()} distribution")
+
+
+def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | None = None) -> alt.FacetChart:
+    """Metric vs depth per method with 95 % bands, faceted family × workload; ``none`` dashed;
+    published points (if given) as black-outlined diamonds."""
+    data = df.with_columns(pl.lit("measured").alias("kind"), pl.lit(None, pl.String).alias("source_url"))
+    if overlay is not None and overlay.height:
+        ov = overlay.select("family", "workload", "method", pl.col("depth").cast(data.schema["depth"]),
+                            pl.col("value"), pl.lit("published").alias("kind"), "source_url")
+        data = pl.concat([data, ov], how="diagonal_relaxed")
+    present = sorted(set(data["method"].drop_nulls()))
+    base = alt.Chart().encode(x=alt.X("depth:O", title="depth (num_speculative_tokens)"),
+                              color=method_color(present))
+    measured = alt.datum.kind == "measured"
+    band = base.transform_filter(measured).mark_area(opacity=0.18).encode(y="ci_low:Q", y2="ci_high:Q")
+    line = base.transform_filter(measured).mark_line(point=True).encode(
+        y=alt.Y("value:Q", title=metric_label, scale=alt.Scale(zero=False)),
+        strokeDash=alt.condition("datum.method == 'none'", alt.value([5, 4]), alt.value([1, 0])),
+        tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"),
+                 alt.Tooltip("ci_low:Q", format=",.3f"), alt.Tooltip("ci_high:Q", format=",.3f"), "backend:N"])
+    pub = base.transform_filter(alt.datum.kind == "published").mark_point(
+        shape="diamond", size=90, filled=True, stroke="#000000", strokeWidth=1).encode(
+        y="value:Q", tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"), "source_url:N"])
+    return alt.layer(band, line, pub, data=data.to_arrow()).properties(width=220, height=170).facet(
+        row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
+
+
+def tradeoff_chart(df: pl.DataFrame, latency_label: str) -> alt.FacetChart:
+    """Throughput vs tail latency per cell; the Pareto front drawn as a line, its cells ringed."""
+    d = df.with_columns(pl.format("{}·{} @c{}", "method", "depth", "concurrency").alias("candidate"))
+    present = sorted(set(d["method"]))
+    base = alt.Chart().encode(x=alt.X("latency:Q", title=latency_label, scale=alt.Scale(type="log")),
+                              y=alt.Y("output_throughput:Q", title="output tok/s", scale=alt.Scale(type="log")))
+    pts = base.mark_point(filled=True, size=45, opacity=0.8).encode(
+        color=method_color(present), shape=alt.Shape("concurrency:O", title="concurrency"),
+        tooltip=["candidate:N", alt.Tooltip("output_throughput:Q", format=",.1f"),
+                 alt.Tooltip("latency:Q", format=",.1f"), "on_front:N", "backend:N"])
+    front = base.transform_filter(alt.datum.on_front).mark_line(color="#444444", strokeDash=[4, 3]).encode(
+        order="latency:Q")
+    ring = base.transform_filter(alt.datum.on_front).mark_point(size=160, color="#111111", strokeWidth=1.5)
+    return alt.layer(front, pts, ring, data=d.to_arrow()).properties(width=260, height=200).facet(
+        row=alt.Row("workload:N", title=None), column=alt.Column("family:N", title=None))
+
+
+def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str], workloads: list[str]
+                  ) -> alt.FacetChart:
+    """Per method (best depth on each GPU): ratio B/A by family × workload, diverging around 1."""
+    d = df.with_columns(pl.format("×{}", pl.col("ratio").round(2)).alias("label"))
+    base = alt.Chart().encode(x=alt.X("workload:N", sort=workloads, title=None, axis=alt.Axis(orient="top")),
+                              y=alt.Y("family:N", sort=families, title=None))
+    rect = base.mark_rect().encode(
+        color=alt.Color("ratio:Q", title=f"{gpu_b} / {gpu_a}",
+                        scale=alt.Scale(scheme="blueorange", domainMid=1.0)),
+        tooltip=["method:N", "family:N", "workload:N", "depth_a:Q", alt.Tooltip("value_a:Q", format=",.1f"),
+                 "depth_b:Q", alt.Tooltip("value_b:Q", format=",.1f"), alt.Tooltip("ratio:Q", format=".3f")])
+    text = base.mark_text(fontSize=12, color="#000000").encode(text="label:N")
+    return alt.layer(rect, text, data=d.to_arrow()).properties(width=70 * max(len(workloads), 1),
+                                                               height=34 * max(len(families), 1)).facet(
+        facet=alt.Facet("method:N", title=None, sort=theme.methods_in_order(list(set(d["method"])))), columns=3)
+
+
+def speedup_chart(df: pl.DataFrame) -> alt.FacetChart:
+    """Speedup over ``none`` vs concurrency per method, with 95 % bands and the break-even line at 1."""
+    present = sorted(set(df["method"]))
+    base = alt.Chart().encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
+                              color=method_color(present))
+    band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q")
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False)),
+        tooltip=["method:N", "depth:Q", "concurrency:Q", alt.Tooltip("speedup:Q", format=".3f"),
+                 alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"), "backend:N"])
+    rule = alt.Chart().mark_rule(color="#666666", strokeDash=[3, 3]).encode(y=alt.datum(1.0))
+    return alt.layer(band, line, rule, data=df.to_arrow()).properties(width=220, height=170).facet(
+        row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
+
+
+def efficiency_chart(df: pl.DataFrame, value: str, title: str) -> alt.FacetChart:
+    present = sorted(set(df["method"]))
+    return alt.Chart(df.to_arrow()).mark_bar().encode(
+        x=alt.X("method:N", sort=theme.methods_in_order(present), title=None),
+        xOffset="gpu:N", y=alt.Y(f"{value}:Q", title=title),
+        color=method_color(present), opacity=alt.Opacity("gpu:N", scale=alt.Scale(range=[0.55, 1.0])),
+        tooltip=["gpu:N", "method:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=",.2f")],
+    ).properties(width=200, height=150).facet(row=alt.Row("family:N", title=None),
+                                              column=alt.Column("workload:N", title=None))
+
+
+def text_page(lines: list[str], title: str, width: int = 760) -> alt.Chart:
+    """A page of monospace text as a chart (the PDF report's cover/table pages go through vl-convert too)."""
+    df = pl.DataFrame({"i": list(range(len(lines))), "line": lines or [""]})
+    return alt.Chart(df.to_arrow()).mark_text(align="left", baseline="top", font="monospace", fontSize=10,
+                                              dx=0).encode(
+        x=alt.value(0), y=alt.Y("i:O", axis=None), text="line:N",
+    ).properties(width=width, height=14 * max(len(lines), 1), title=alt.Title(title, anchor="start", fontSize=16))
+
+
+BUILDERS: dict[str, Callable[..., alt.TopLevelMixin]] = {
+    "winner_heatmap": winner_heatmap, "candidates": candidates_chart, "positions": positions_chart,
+    "latency": latency_chart, "depth_curves": depth_curves, "tradeoff": tradeoff_chart,
+    "ratio_heatmap": ratio_heatmap, "speedup": speedup_chart, "efficiency": efficiency_chart,
+}
+
+
+def build(kind: str, *args: Any, **kwargs: Any) -> alt.TopLevelMixin:
+    """A finished (top-level configured) chart from the builder registry."""
+    return finish(BUILDERS[kind](*args, **kwargs))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def spec(kind: str, *args: Any, **kwargs: Any) -> dict:
+    """The Vega-Lite spec of a chart, cached by its inputs. Schema validation is skipped here (it costs
+    ~40 ms a chart on every rerun); the builders are validated by the tests, which call ``to_dict()``."""
+    return build(kind, *args, **kwargs).to_dict(validate=False)
+
+
+def show(kind: str, *args: Any, key: str, on_select: Any = "ignore", **kwargs: Any) -> None:
+    st.vega_lite_chart(spec(kind, *args, **kwargs), key=key, on_select=on_select)

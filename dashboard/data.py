@@ -1,0 +1,154 @@
+"""Cached data access for the dashboard: the only place pages get data from (no SQL, no math here).
+
+:class:`StoreReader` (one per DB path, ``st.cache_resource``) opens a short-lived **read-only** DuckDB
+connection per query, so a runner process can take the write lock between queries. Query results are
+cached with ``st.cache_data`` keyed by the filter values and a *stamp* of the DB file (size and mtime of
+the file and its WAL): new results written by a runner change the stamp, which refreshes every view.
+Each function only calls into :mod:`analysis`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import streamlit as st
+
+from analysis import drilldown, explore, frames, gpu_compare, load, pareto, published, winners
+from analysis.cellvalues import Slo
+from ingest import store
+
+TTL_S = 600
+
+
+@dataclass(frozen=True)
+class StoreReader:
+    path: str
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        con = store.connect(self.path, read_only=True)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def stamp(self) -> tuple[int, int, int]:
+        """Changes whenever the store file (or its WAL) changes: part of every cache key."""
+        out = []
+        for p in (Path(self.path), Path(self.path + ".wal")):
+            try:
+                s = p.stat()
+                out.extend([s.st_size, s.st_mtime_ns])
+            except FileNotFoundError:
+                out.extend([0, 0])
+        return (out[0], out[1], out[2] + out[3])
+
+
+def db_path() -> str:
+    return str(Path(os.environ.get("SPECTUNE_DB") or store.default_db_path()).resolve())
+
+
+@st.cache_resource(show_spinner="Opening the results store (first start builds it from data/, ~10 s)…")
+def _reader(path: str) -> StoreReader:
+    if not Path(path).exists():  # the default store is built from the embedded data on first use
+        store.connect(path, read_only=False).close()
+    return StoreReader(path)
+
+
+def reader() -> StoreReader:
+    return _reader(db_path())
+
+
+def stamp() -> tuple[int, int, int]:
+    return reader().stamp()
+
+
+# ---- cached queries (arguments are the cache key; `st_` is the store stamp) ---------------------------
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def dimension_values(path: str, st_: tuple) -> dict[str, list]:
+    with _reader(path).connection() as con:
+        return frames.distinct_values(con)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def winners_doc(path: str, st_: tuple, metric: str, f: frames.Filters, slo: Slo, best_depth: bool = False) -> dict:
+    with _reader(path).connection() as con:
+        return winners.winners(con, metric, f, slo_ttft_ms=slo.ttft_ms, slo_tpot_ms=slo.tpot_ms,
+                               best_depth_per_method=best_depth)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def drill(path: str, st_: tuple, group: drilldown.Group, metric: str, f: frames.Filters, slo: Slo
+          ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    with _reader(path).connection() as con:
+        ranked = drilldown.candidates(con, group, metric, f, slo)
+        return ranked, drilldown.positions(con, group, f), drilldown.latency_samples(con, ranked)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def by_depth(path: str, st_: tuple, metric: str, f: frames.Filters, slo: Slo) -> pl.DataFrame:
+    with _reader(path).connection() as con:
+        return explore.by_depth(con, f, metric, slo)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def by_position(path: str, st_: tuple, f: frames.Filters) -> pl.DataFrame:
+    with _reader(path).connection() as con:
+        return explore.by_position(con, f)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def tradeoff(path: str, st_: tuple, f: frames.Filters, latency: str) -> pl.DataFrame:
+    with _reader(path).connection() as con:
+        return pareto.tradeoff(con, f, latency)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def speedups(path: str, st_: tuple, f: frames.Filters, metric: str, best_depth: bool, slo: Slo) -> pl.DataFrame:
+    with _reader(path).connection() as con:
+        return load.speedup_vs_load(con, f, metric, best_depth=best_depth, slo=slo)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def gpu_ratios(path: str, st_: tuple, f: frames.Filters, gpu_a: str, gpu_b: str, metric: str, slo: Slo
+               ) -> pl.DataFrame:
+    with _reader(path).connection() as con:
+        return gpu_compare.ratios(con, f, gpu_a, gpu_b, metric, slo)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def gpu_efficiency(path: str, st_: tuple, f: frames.Filters) -> pl.DataFrame:
+    with _reader(path).connection() as con:
+        return gpu_compare.efficiency(con, f)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def runs(path: str, st_: tuple) -> pl.DataFrame:
+    with _reader(path).connection() as con:
+        return frames.runs(con)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def published_table() -> pl.DataFrame:
+    return published.table()
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def published_overlay(metric: str, families: tuple[str, ...], workloads: tuple[str, ...],
+                      methods: tuple[str, ...]) -> pl.DataFrame:
+    return published.overlay(metric, families=families, workloads=workloads, methods=methods)
+
+
+def winner_changes(a: dict, b: dict) -> pl.DataFrame:
+    return gpu_compare.winner_changes(a, b)
+
+
+def break_even(s: pl.DataFrame) -> pl.DataFrame:
+    return load.break_even(s)

@@ -1,0 +1,102 @@
+"""The drill-down panel shared by every heatmap: one cell's full detail (every method × depth with its
+interval, acceptance by draft position, per-request latency distribution), with its downloads.
+
+A heatmap click (Altair point selection, ``on_select``) and the fallback selectbox both write the same
+widget key, ``<page>.cell``, whose value is ``GPU|family|workload`` (validated against the cells shown).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+from analysis.cellvalues import Slo
+from analysis.drilldown import Group
+from analysis.frames import Filters
+from dashboard import charts, data, export, state
+from dashboard.state import Param
+
+LATENCY_COLS = ("e2e_ms", "ttft_ms", "tpot_ms")
+
+
+def cell_id(gpu: str, family: str, workload: str) -> str:
+    return f"{gpu}|{family}|{workload}"
+
+
+def cell_label(value: str) -> str:
+    return "— pick a cell —" if not value else " · ".join(value.split("|"))
+
+
+def params(doc: dict) -> list[Param]:
+    cells = ("", *[cell_id(c["gpu"], c["family"], c["workload"]) for c in doc["cells"]])
+    return [Param("cell", "one", "", cells, label="Cell", format_func=cell_label),
+            Param("lat", "one", "e2e_ms", LATENCY_COLS, label="Latency",
+                  format_func=lambda c: c.replace("_ms", "").upper())]
+
+
+def on_click(page: str, chart_key: str) -> None:
+    """Selection callback: copy the clicked cell into the drill-down selectbox's state."""
+    ev = st.session_state.get(chart_key)
+    picked = (ev or {}).get("selection", {}).get(charts.SELECTION) or []
+    if picked:
+        p = picked[0]
+        st.session_state[f"{page}.cell"] = cell_id(p.get("gpu", ""), p.get("family", ""), p.get("workload", ""))
+
+
+def click_handler(page: str, chart_key: str) -> partial:
+    return partial(on_click, page, chart_key)
+
+
+def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, f: Filters, slo: Slo,
+          metric_label: str) -> str | None:
+    """Draw the picker and, when a cell is picked, its detail. Returns the picked cell id (or None)."""
+    st.subheader("Drill-down")
+    cols = st.columns([3, 2])
+    with cols[0]:
+        st.selectbox("Cell (or click one in a heatmap)", ps[0].options, key=f"{page}.cell",
+                     format_func=cell_label)
+    with cols[1]:
+        st.radio("Latency distribution", ps[1].options, key=f"{page}.lat", format_func=ps[1].format_func,
+                 horizontal=True)
+    picked = st.session_state.get(f"{page}.cell") or ""
+    if not picked or picked not in ps[0].options:
+        st.caption("Click a heatmap cell, or pick one above, to see every method × depth behind its winner.")
+        return None
+    gpu, family, workload = picked.split("|")
+    group = Group(gpu, family, workload, int(concurrency))
+    ranked, pos, samples = data.drill(data.db_path(), data.stamp(), group, metric, f, slo)
+    verdict = next((c for c in doc["cells"] if cell_id(c["gpu"], c["family"], c["workload"]) == picked), None)
+    if verdict:
+        w = verdict["winner"]
+        text = (f"clear winner **{w['method']}·{w['depth']}**" if verdict["clear"] else
+                "**tie** between " + ", ".join(f"{t['method']}·{t['depth']}" for t in verdict["tied"]))
+        st.markdown(f"**{gpu} · {family} · {workload} · concurrency {concurrency}** — {text}")
+    name = export.slug(page, "detail", metric, gpu, family, workload, f"c{concurrency}")
+    cand = charts.finish(charts.candidates_chart(ranked, metric_label))
+    st.altair_chart(cand, key=f"{page}.drill.cand")
+    export.buttons(cand, ranked, name, f"{page}.drill.cand")
+    left, right = st.columns(2)
+    with left:
+        pc = charts.finish(charts.positions_chart(pos, "acceptance", "Cumulative acceptance r_i by position"))
+        st.altair_chart(pc, key=f"{page}.drill.pos")
+        export.buttons(pc, pos, name + "_positions", f"{page}.drill.pos")
+    with right:
+        pc2 = charts.finish(charts.positions_chart(pos, "conditional", "Conditional acceptance p_i by position"))
+        st.altair_chart(pc2, key=f"{page}.drill.cond")
+    lat = st.session_state.get(f"{page}.lat") or "e2e_ms"
+    lc = charts.finish(charts.latency_chart(samples, lat))
+    st.altair_chart(lc, key=f"{page}.drill.lat")
+    export.buttons(lc, samples, name + f"_{lat}", f"{page}.drill.lat")
+    with st.expander("Every candidate (table)"):
+        st.dataframe(ranked.drop("run_id", "cell_id"), hide_index=True)
+    return picked
+
+
+def seed_and_keep(page: str, ps: list[Param]) -> list[str]:
+    """Seed the drill-down widgets from the URL; a cell that is no longer shown is reset quietly."""
+    problems = state.seed(page, ps)
+    key = f"{page}.cell"
+    if st.session_state.get(key) not in ps[0].options:
+        st.session_state[key] = ""
+    return problems

@@ -1,0 +1,92 @@
+"""Downloads: every chart as PNG, SVG and PDF (Altair through vl-convert, offline) and its data as CSV and
+Parquet, with buttons labelled by format and files named after the view.
+
+Bytes are produced only when a button is clicked (``st.download_button`` with a callable), so a page rerun
+never pays for rendering. CSV cells that a spreadsheet would run as a formula (leading ``= + - @``, tab or
+carriage return) get a leading apostrophe (OWASP CSV injection guidance); numeric columns are left as
+numbers.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+
+import altair as alt
+import polars as pl
+import streamlit as st
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "csv": "text/csv",
+        "parquet": "application/vnd.apache.parquet", "html": "text/html"}
+
+
+def slug(*parts: object) -> str:
+    """A file-name-safe name from view parts: ``winners``, ``output_throughput``, ``MI355X`` →
+    ``winners_output-throughput_MI355X`` (underscores inside a part become hyphens)."""
+    clean = []
+    for p in parts:
+        text = re.sub(r"[^A-Za-z0-9.]+", "-", str(p).replace("_", "-")).strip("-.")
+        if text:
+            clean.append(text[:40])
+    return "_".join(clean) or "spectune"
+
+
+def chart_bytes(chart: alt.TopLevelMixin, fmt: str) -> bytes:
+    if fmt == "svg":
+        buf = io.StringIO()
+        chart.save(buf, format="svg")
+        return buf.getvalue().encode()
+    if fmt == "html":
+        buf = io.StringIO()
+        chart.save(buf, format="html", inline=True)
+        return buf.getvalue().encode()
+    out = io.BytesIO()
+    chart.save(out, format=fmt, **({"scale_factor": 2} if fmt == "png" else {}))
+    return out.getvalue()
+
+
+def _flat(frame: pl.DataFrame) -> pl.DataFrame:
+    """Nested columns (lists, structs) as text: CSV has no nesting."""
+    return frame.with_columns([pl.col(c).cast(pl.String) if isinstance(t, pl.List | pl.Struct | pl.Array)
+                               else pl.col(c) for c, t in frame.schema.items()])
+
+
+def escape_formulas(frame: pl.DataFrame) -> pl.DataFrame:
+    cols = []
+    for c, t in frame.schema.items():
+        if t == pl.String:
+            starts = pl.col(c).str.slice(0, 1).is_in(list(FORMULA_START))
+            cols.append(pl.when(starts).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c))
+    return frame.with_columns(cols) if cols else frame
+
+
+def csv_bytes(frame: pl.DataFrame) -> bytes:
+    return escape_formulas(_flat(frame)).write_csv().encode()
+
+
+def parquet_bytes(frame: pl.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    frame.write_parquet(buf)
+    return buf.getvalue()
+
+
+def _button(label: str, data: Callable[[], bytes], name: str, fmt: str, key: str) -> None:
+    st.download_button(label, data=data, file_name=f"{name}.{fmt}", mime=MIME[fmt], key=key, on_click="ignore")
+
+
+def buttons(chart: Callable[[], alt.TopLevelMixin] | None, frame: pl.DataFrame | None, name: str, key: str) -> None:
+    """One row of download buttons: PNG, SVG, PDF for the chart (built by the ``chart`` callable only when a
+    button is clicked); CSV, Parquet for its data."""
+    items: list[tuple[str, Callable[[], bytes], str]] = []
+    if chart is not None:
+        for fmt in ("png", "svg", "pdf"):
+            items.append((fmt.upper(), lambda fmt=fmt: chart_bytes(chart(), fmt), fmt))
+    if frame is not None:
+        items.append(("CSV", lambda: csv_bytes(frame), "csv"))
+        items.append(("Parquet", lambda: parquet_bytes(frame), "parquet"))
+    cols = st.columns(len(items) + 2, gap="small")
+    for col, (label, data, fmt) in zip(cols, items, strict=False):
+        with col:
+            _button(label, data, name, fmt, f"dl.{key}.{fmt}")

@@ -1,0 +1,129 @@
+"""Shared page furniture: the filter widgets (declared as :class:`dashboard.state.Param`), the simulated-data
+banner, and the translation of widget values into :class:`analysis.frames.Filters`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+import streamlit as st
+
+from analysis.cellvalues import Slo
+from analysis.frames import Filters
+from analysis.metrics import METRICS
+from dashboard import state
+from dashboard.state import Param
+
+SIM_BANNER = ("**Simulated data on screen.** Rows with backend `sim` come from spectune's calibrated simulator "
+              "(docs/simulator.md), not from GPU measurements. Bring real results with `python -m runner run "
+              "--backend vllm` or `python -m ingest results`.")
+
+
+def metric_label(name: str) -> str:
+    m = METRICS[name]
+    return f"{m.label} ({m.unit})" if m.unit else m.label
+
+
+# ---- parameter declarations (allow-lists come from the store's own values) -------------------------
+
+def p_metric(options: Sequence[str] = tuple(METRICS), default: str = "output_throughput") -> Param:
+    return Param("metric", "one", default, tuple(options), label="Metric", format_func=metric_label)
+
+
+def p_many(key: str, label: str, options: Sequence[Any]) -> Param:
+    return Param(key, "many", [], tuple(options), label=label)
+
+
+def p_one(key: str, label: str, options: Sequence[Any], default: Any | None = None) -> Param:
+    opts = tuple(options)
+    return Param(key, "one", default if default is not None else (opts[0] if opts else ""), opts, label=label)
+
+
+def p_depth(depths: Sequence[int]) -> Param:
+    ds = tuple(sorted(d for d in depths if d > 0)) or (1,)
+    return Param("depth", "range", (ds[0], ds[-1]), ds, label="Depth range")
+
+
+def p_slo() -> list[Param]:
+    return [Param("slo_ttft", "float", 2000.0, lo=1.0, hi=600_000.0, label="SLO: TTFT ≤ (ms)"),
+            Param("slo_tpot", "float", 50.0, lo=0.1, hi=60_000.0, label="SLO: TPOT ≤ (ms)")]
+
+
+def p_bool(key: str, label: str, default: bool = False) -> Param:
+    return Param(key, "bool", default, label=label)
+
+
+# ---- rendering -------------------------------------------------------------------------------------
+
+def render(page: str, p: Param, container: Any = None) -> Any:
+    """Draw the widget for one parameter (its state was seeded by :func:`dashboard.state.seed`)."""
+    c = container or st.sidebar
+    key = state.widget_key(page, p)
+    if p.kind == "one":
+        return c.selectbox(p.label, p.options, key=key, format_func=p.format_func)
+    if p.kind == "many":
+        return c.multiselect(p.label, p.options, key=key, format_func=p.format_func, placeholder="All")
+    if p.kind == "range":
+        # select_slider decides single vs range from `value`, not from session state: pass the default
+        # (Streamlit logs that state overrides it; the seeded state is the one used)
+        return c.select_slider(p.label, options=list(p.options), value=p.default, key=key)
+    if p.kind == "float":
+        return c.number_input(p.label, min_value=p.lo, max_value=p.hi, key=key, step=10.0)
+    if p.kind == "bool":
+        return c.toggle(p.label, key=key)
+    raise ValueError(p.kind)
+
+
+def setup(page: str, params: Sequence[Param], sidebar: Sequence[str] | None = None) -> dict[str, Any]:
+    """Seed from the URL, warn about bad parameters, draw the sidebar widgets; returns current values."""
+    problems = state.seed(page, params)
+    state.warn(problems)
+    for p in params:
+        if sidebar is None or p.key in sidebar:
+            render(page, p)
+    return state.values(page, params)
+
+
+def finish(page: str, params: Sequence[Param]) -> None:
+    state.write_url(page, params)
+
+
+def filters(v: dict[str, Any], *, gpus: Sequence[str] | None = None, concurrency: Sequence[int] | None = None
+            ) -> Filters:
+    depth = v.get("depth") or (0, 64)
+    return Filters(
+        gpus=tuple(gpus if gpus is not None else v.get("gpu") or ()),
+        families=tuple(v.get("fam") or ()), workloads=tuple(v.get("wl") or ()),
+        methods=tuple(v.get("meth") or ()),
+        concurrency=tuple(concurrency if concurrency is not None else (
+            [v["conc"]] if isinstance(v.get("conc"), int) else v.get("conc") or ())),
+        depth_min=int(depth[0]), depth_max=int(depth[1]),
+    )
+
+
+def slo(v: dict[str, Any]) -> Slo:
+    return Slo(ttft_ms=float(v.get("slo_ttft", 2000.0)), tpot_ms=float(v.get("slo_tpot", 50.0)))
+
+
+def banner(simulated: bool) -> None:
+    if simulated:
+        st.warning(SIM_BANNER, icon="🧪")
+
+
+def any_simulated(*frames: pl.DataFrame) -> bool:
+    return any("backend" in f.columns and f.height and (f["backend"] == "sim").any() for f in frames)
+
+
+def described(v: dict[str, Any], params: Sequence[Param]) -> dict[str, str]:
+    """Filters as text for reports: label → value ("all" for an empty multi-select)."""
+    out = {}
+    for p in params:
+        val = v.get(p.key)
+        if p.kind == "many":
+            out[p.label] = ", ".join(map(str, val)) if val else "all"
+        elif p.kind == "range":
+            out[p.label] = f"{val[0]}–{val[1]}"
+        else:
+            out[p.label] = p.format_func(val) if p.kind == "one" else str(val)
+    return out

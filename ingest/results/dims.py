@@ -1,0 +1,100 @@
+"""A cell's dimensions for an imported file: ``--set key=value`` first, then the file's own metadata, else unknown.
+
+Result files rarely carry every spectune dimension (a ``vllm bench serve`` file knows its model and
+``max_concurrency`` but not the GPU or workload). Resolution order per dimension: the user's ``--set``,
+the value the reader found in the file (metadata keys, model id, ...), a family inferred from the model
+name, and finally ``unknown`` (text) or ``0`` (depth, concurrency) with a warning, so nothing is guessed
+silently.
+"""
+
+from __future__ import annotations
+
+import csv
+from functools import cache
+from typing import Any
+
+from ingest.errors import UsageError
+from ingest.records import KNOWN_METHODS, CellKey
+from ingest.store import REPO_ROOT
+
+SETTABLE: tuple[str, ...] = ("method", "depth", "family", "model", "workload", "gpu", "concurrency", "gpu_count")
+INT_KEYS: frozenset[str] = frozenset({"depth", "concurrency", "gpu_count"})
+UNKNOWN = "unknown"
+MAX_DEPTH = 64
+# Families seen in published results beyond the configured ones, so common model ids resolve.
+EXTRA_FAMILIES: tuple[str, ...] = ("Llama", "Vicuna", "DeepSeek", "gpt-oss", "GLM", "Mistral")
+
+
+def parse_sets(items: list[str]) -> dict[str, str]:
+    """``["method=eagle3", "depth=3"]`` → a validated dict (bad keys or values are usage errors)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key, value = key.strip().lower(), value.strip()
+        if not sep or not value:
+            raise UsageError(f"--set {item!r}: expected key=value")
+        if key not in SETTABLE:
+            raise UsageError(f"--set {key}: unknown key (expected one of {', '.join(SETTABLE)})")
+        if key in INT_KEYS:
+            bad = not value.isdigit() or (key == "depth" and int(value) > MAX_DEPTH)
+            if bad:
+                raise UsageError(f"--set {key}={value}: expected a whole number"
+                                 + (f" ≤ {MAX_DEPTH}" if key == "depth" else ""))
+        out[key] = value
+    return out
+
+
+@cache
+def known_families() -> tuple[str, ...]:
+    names: list[str] = []
+    path = REPO_ROOT / "data" / "models.csv"
+    if path.exists():
+        with open(path, newline="", encoding="utf-8") as fh:
+            names = [row["family"] for row in csv.DictReader(fh) if row.get("family")]
+    names += [f for f in EXTRA_FAMILIES if f not in names]
+    return tuple(sorted(names, key=len, reverse=True))  # longest first: "gpt-oss" before "gpt"
+
+
+def family_from_model(model: str | None) -> str | None:
+    if not model:
+        return None
+    low = model.lower()
+    return next((f for f in known_families() if f.lower() in low), None)
+
+
+def resolve(found: dict[str, Any], overrides: dict[str, str], warnings: list[str], where: str = "") -> tuple[CellKey, int]:
+    """The cell key and GPU count from overrides > file values > inference > unknown (with a warning)."""
+    values = {k: v for k, v in found.items() if v is not None and v != ""}
+    values.update(overrides)
+    prefix = f"{where}: " if where else ""
+
+    def text(name: str) -> str:
+        if name in values:
+            return str(values[name]).strip()
+        warnings.append(f"{prefix}{name} not in the file; stored as '{UNKNOWN}' (pass --set {name}=...)")
+        return UNKNOWN
+
+    method = text("method").lower()
+    if method not in KNOWN_METHODS and method != UNKNOWN:
+        warnings.append(f"{prefix}method {method!r} is not one of {', '.join(KNOWN_METHODS)}")
+    model = text("model")
+    if "family" not in values:
+        inferred = family_from_model(model if model != UNKNOWN else None)
+        if inferred:
+            values["family"] = inferred
+    family = text("family")
+    workload = text("workload").lower()
+    gpu = text("gpu")
+    if "depth" in values:
+        depth = int(values["depth"])
+    else:
+        depth = 0
+        if method != "none":
+            warnings.append(f"{prefix}depth not in the file; stored as 0 (pass --set depth=...)")
+    if "concurrency" in values:
+        concurrency = int(values["concurrency"])
+    else:
+        concurrency = 0
+        warnings.append(f"{prefix}concurrency not in the file; stored as 0 (pass --set concurrency=...)")
+    gpu_count = int(values.get("gpu_count", 0) or 0)
+    return CellKey(method, depth, family, model, workload, gpu, concurrency), gpu_count

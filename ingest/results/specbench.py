@@ -1,0 +1,211 @@
+"""Reader for Spec-Bench output JSONL (``evaluation/inference_*.py`` of hemingkx/Spec-Bench).
+
+One answer per line: ``question_id, category, answer_id, model_id, choices, tstamp``; Spec-Bench's own
+figures use ``choices[0]`` with per-turn lists ``new_tokens``, ``wall_time`` (s), ``decoding_steps``
+and the per-decoding-step ``accept_lengths`` (tokens emitted per verify step, bonus included; flat
+over turns — a list of per-turn lists is accepted too).
+
+Mapping: each turn is one request (output tokens = new_tokens, e2e = wall_time; batch 1, so
+concurrency = 1 and the window is the summed wall time). Categories become workloads (coding → code;
+math_reasoning and MT-bench math/reasoning → reasoning; the other MT-bench categories → chat;
+translation, summarization, qa, rag keep their names); one cell per workload. The acceptance length
+τ is Spec-Bench's "#Mean accepted tokens" (mean of accept_lengths); with a known depth the acceptance
+rate is (τ − 1)/depth and per-request drafted/accepted counts are kept (turns split by decoding_steps).
+The method is read from ``--set method=``, else from the model_id naming (``...-eagle3-...``,
+``...-vanilla-...``). The report gives Spec-Bench's own per-category tokens/s (mean over questions of
+Σtokens/Σtime) and, with ``--baseline FILE`` (a vanilla run), speedup = tokens/s ÷ baseline tokens/s
+(baseline tokens from its ``new_tokens``; Spec-Bench re-tokenizes the text, which needs the tokenizer).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ingest.errors import InputError
+from ingest.results import dims
+from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
+from ingest.results.source import finite, json_docs, read_text, sha256_file
+
+FORMAT = "specbench"
+CATEGORY_WORKLOADS = {
+    "coding": "code", "math_reasoning": "reasoning", "math": "reasoning", "reasoning": "reasoning",
+    "writing": "chat", "roleplay": "chat", "extraction": "chat", "stem": "chat", "humanities": "chat",
+    "translation": "translation", "summarization": "summarization", "qa": "qa", "rag": "rag",
+}
+MT_BENCH = frozenset({"writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities"})
+# model_id naming in Spec-Bench's scripts → vLLM method names
+METHOD_HINTS = {"vanilla": "none", "baseline": "none", "eagle3": "eagle3", "eagle2": "eagle", "eagle": "eagle",
+                "medusa": "medusa", "pld": "ngram", "sps": "draft_model"}
+
+
+def looks_like(doc: Any) -> bool:
+    return isinstance(doc, dict) and "question_id" in doc and "choices" in doc
+
+
+@dataclass(slots=True)
+class Answer:
+    line: int
+    category: str
+    model_id: str
+    new_tokens: list[int]
+    wall_time: list[float]
+    turn_accepts: list[list[float]] | None  # per turn, per decoding step
+    accepts: list[float]  # all steps of the answer
+
+
+def _ints(raw: Any, name: str, path: Path, line: int) -> list[int]:
+    if not isinstance(raw, list) or not raw:
+        raise InputError(path, line, f"choices[0].{name} must be a non-empty list (one entry per turn)")
+    out = []
+    for v in raw:
+        f = finite(v)
+        if f is None or f < 0 or not f.is_integer():
+            raise InputError(path, line, f"choices[0].{name} must hold whole non-negative numbers, got {v!r}"[:200])
+        out.append(int(f))
+    return out
+
+
+def _answer(path: Path, line: int, rec: Any) -> Answer:
+    if not isinstance(rec, dict):
+        raise InputError(path, line, f"expected a JSON object per line, got {type(rec).__name__}")
+    for key in ("question_id", "category", "model_id", "choices"):
+        if key not in rec:
+            raise InputError(path, line, f"missing {key!r}; expected a Spec-Bench answer "
+                             "(question_id, category, model_id, choices)")
+    if not isinstance(rec["category"], str) or not rec["category"].strip():
+        raise InputError(path, line, "'category' must be non-empty text")
+    if not isinstance(rec["model_id"], str):
+        raise InputError(path, line, "'model_id' must be text")
+    choices = rec["choices"]
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise InputError(path, line, "'choices' must be a non-empty list of objects")
+    c = choices[0]
+    new_tokens = _ints(c.get("new_tokens"), "new_tokens", path, line)
+    raw_wall = c.get("wall_time")
+    if not isinstance(raw_wall, list) or len(raw_wall) != len(new_tokens):
+        raise InputError(path, line, f"choices[0].wall_time must be a list of {len(new_tokens)} numbers "
+                         "(one per turn, like new_tokens)")
+    wall = [finite(v) for v in raw_wall]
+    if any(v is None or v <= 0 for v in wall):
+        raise InputError(path, line, "choices[0].wall_time must hold positive seconds")
+    raw_acc = c.get("accept_lengths")
+    turn_accepts = None
+    accepts: list[float] = []
+    if raw_acc is not None:
+        if not isinstance(raw_acc, list):
+            raise InputError(path, line, "choices[0].accept_lengths must be a list of numbers")
+        nested = bool(raw_acc) and all(isinstance(v, list) for v in raw_acc)
+        flat = [v for turn in raw_acc for v in turn] if nested else raw_acc
+        accepts = [finite(v) for v in flat]  # type: ignore[misc]
+        if any(v is None or v < 1 for v in accepts):
+            raise InputError(path, line, "choices[0].accept_lengths must hold numbers ≥ 1 (tokens per step)")
+        if nested and len(raw_acc) == len(new_tokens):
+            turn_accepts = [[float(v) for v in turn] for turn in raw_acc]
+        elif not nested and "decoding_steps" in c:
+            steps = _ints(c["decoding_steps"], "decoding_steps", path, line)
+            if len(steps) == len(new_tokens) and sum(steps) == len(accepts):
+                bounds = np.cumsum([0, *steps])
+                turn_accepts = [accepts[bounds[i]:bounds[i + 1]] for i in range(len(steps))]
+    return Answer(line, rec["category"].strip(), rec["model_id"], new_tokens, wall, turn_accepts, accepts)  # type: ignore[arg-type]
+
+
+def answers(path: Path) -> list[Answer]:
+    text = read_text(path)
+    out = [_answer(path, doc.line, doc.value) for doc in json_docs(text, path)]
+    if not out:
+        raise InputError(path, 0, "no answers")
+    return out
+
+
+def method_from_model_id(model_id: str) -> str | None:
+    tokens = model_id.lower().replace("_", "-").split("-")
+    return next((METHOD_HINTS[t] for t in tokens if t in METHOD_HINTS), None)
+
+
+def tokens_per_s(rows: list[Answer]) -> float | None:
+    """Spec-Bench's speed: mean over answers of Σ new_tokens / Σ wall_time."""
+    return float(np.mean([sum(a.new_tokens) / sum(a.wall_time) for a in rows])) if rows else None
+
+
+def category_figures(rows: list[Answer], baseline: list[Answer] | None) -> list[dict[str, Any]]:
+    groups: dict[str, list[Answer]] = defaultdict(list)
+    for a in rows:
+        groups[a.category].append(a)
+    base: dict[str, list[Answer]] = defaultdict(list)
+    for a in baseline or []:
+        base[a.category].append(a)
+    named = [(c, groups[c], base.get(c, [])) for c in sorted(groups)]
+    named.append(("mt_bench", [a for a in rows if a.category in MT_BENCH],
+                  [a for a in baseline or [] if a.category in MT_BENCH]))
+    named.append(("overall", rows, list(baseline or [])))
+    out = []
+    for cat, sel, bsel in named:
+        if not sel:
+            continue
+        acc = [v for a in sel for v in a.accepts]
+        tps, btps = tokens_per_s(sel), tokens_per_s(bsel)
+        out.append({"category": cat, "workload": CATEGORY_WORKLOADS.get(cat, cat), "answers": len(sel),
+                    "acceptance_length": float(np.mean(acc)) if acc else None, "tokens_per_s": tps,
+                    "baseline_tokens_per_s": btps, "speedup": tps / btps if tps and btps else None})
+    return out
+
+
+def _cell_requests(rows: list[Answer], depth: int) -> pl.DataFrame:
+    out_tokens, e2e, drafted, accepted = [], [], [], []
+    counted = depth > 0 and all(a.turn_accepts is not None for a in rows)
+    for a in rows:
+        for t in range(len(a.new_tokens)):
+            out_tokens.append(a.new_tokens[t])
+            e2e.append(a.wall_time[t] * 1e3)
+            if counted:
+                steps = a.turn_accepts[t]  # type: ignore[index]
+                drafted.append(len(steps) * depth)
+                accepted.append(sum(s - 1 for s in steps))
+    e2e_arr = np.asarray(e2e)
+    frame = {"request_index": np.arange(len(e2e), dtype=np.int32), "output_tokens": out_tokens, "e2e_ms": e2e_arr,
+             "start_s": np.concatenate([[0.0], np.cumsum(e2e_arr)[:-1] / 1e3])}  # batch 1: back to back
+    if counted:
+        frame.update(drafted_tokens=drafted, accepted_tokens=accepted)
+    return pl.DataFrame(frame)
+
+
+def read(path: Path, opts: ReadOptions) -> ParsedFile:
+    rows = answers(path)
+    models = sorted({a.model_id for a in rows})
+    if len(models) > 1:
+        first = next(a for a in rows if a.model_id != rows[0].model_id)
+        raise InputError(path, first.line, f"model_id {first.model_id!r} differs from {rows[0].model_id!r} on "
+                         "an earlier line; expected one Spec-Bench run per file")
+    baseline = answers(opts.baseline) if opts.baseline else None
+    parsed = ParsedFile(path=path, format=FORMAT, file_hash=sha256_file(path), run=None)  # type: ignore[arg-type]
+    found: dict[str, Any] = {"model": models[0], "concurrency": 1, "method": method_from_model_id(models[0])}
+    by_workload: dict[str, list[Answer]] = defaultdict(list)
+    for a in rows:
+        workload = opts.overrides.get("workload") or CATEGORY_WORKLOADS.get(a.category.lower(), a.category.lower())
+        by_workload[workload].append(a)
+    for workload, sel in by_workload.items():
+        key, gpu_count = dims.resolve({**found, "workload": workload}, opts.overrides, parsed.warnings)
+        acc = [v for a in sel for v in a.accepts]
+        headline: dict[str, Any] = {}
+        if acc and key.method != "none":
+            tau = float(np.mean(acc))
+            headline["acceptance_length"] = tau
+            if key.depth > 0:
+                headline["acceptance_rate"] = (tau - 1.0) / key.depth
+        window = float(sum(sum(a.wall_time) for a in sel))
+        parsed.cells.append(ParsedCell(key=key, requests=_cell_requests(sel, key.depth), window_s=window,
+                                       gpu_count=gpu_count, headline=headline))
+    parsed.warnings[:] = list(dict.fromkeys(parsed.warnings))
+    parsed.summary = {"model_id": models[0], "method": parsed.cells[0].key.method,
+                      "categories": category_figures(rows, baseline),
+                      "baseline": str(opts.baseline) if opts.baseline else None}
+    parsed.run = import_run(path, FORMAT, parsed.file_hash, notes=f"Spec-Bench output model_id={models[0]} "
+                            f"answers={len(rows)}", gpu_model=parsed.cells[0].key.gpu,
+                            gpu_count=parsed.cells[0].gpu_count)
+    return parsed

@@ -1,0 +1,101 @@
+"""The format registry and :func:`read_trace`, the one entry point for reading a traffic trace.
+
+``FORMATS`` maps a format name (what ``--format`` takes) to its reader; ``auto`` detects the name
+first (:mod:`ingest.traces.detect`). Every reader returns a :class:`~ingest.traces.normalise.RawTable`
+and :func:`~ingest.traces.normalise.normalise` turns it into the one trace schema, so validation,
+drops and ordering are identical for all formats. Bad input raises ``InputError`` (one line, with
+file and line) and nothing else; no partial result is ever returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.errors import InputError
+from ingest.traces.azure import read_azure
+from ingest.traces.burstgpt import read_burstgpt
+from ingest.traces.detect import detect_kind
+from ingest.traces.generic import read_generic_csv, read_generic_jsonl
+from ingest.traces.limits import DEFAULT_LIMITS, Limits
+from ingest.traces.mapping import TraceMapping
+from ingest.traces.mooncake import read_mooncake
+from ingest.traces.normalise import RawTable, normalise
+from ingest.traces.parquet import read_parquet
+from ingest.traces.schema import TraceFrame
+from ingest.traces.sharegpt import read_sharegpt
+from ingest.traces.source import open_source
+from ingest.traces.specbench import read_specbench
+
+Reader = Callable[..., RawTable]  # (Source, TraceMapping | None, Limits) -> RawTable
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFormat:
+    """One registered trace format."""
+
+    name: str
+    reader: Reader
+    container: str  # csv | jsonl | json | parquet
+    takes_mapping: bool
+    description: str
+
+
+FORMATS: dict[str, TraceFormat] = {
+    f.name: f
+    for f in (
+        TraceFormat("azure", read_azure, "csv", False, "Azure LLM inference trace 2023/2024 (CSV)"),
+        TraceFormat("burstgpt", read_burstgpt, "csv", False, "BurstGPT trace, 6- or 8-column release (CSV)"),
+        TraceFormat("mooncake", read_mooncake, "jsonl", False, "Mooncake FAST'25 trace (JSONL)"),
+        TraceFormat("sharegpt", read_sharegpt, "json", False, "ShareGPT conversation list (JSON)"),
+        TraceFormat("jsonl", read_generic_jsonl, "jsonl", True, "vLLM custom dataset or mapped JSONL"),
+        TraceFormat("specbench", read_specbench, "jsonl", False, "Spec-Bench question.jsonl"),
+        TraceFormat("csv", read_generic_csv, "csv", True, "generic CSV with a column mapping"),
+        TraceFormat("parquet", read_parquet, "parquet", True, "generic Parquet with a column mapping"),
+    )
+}
+FORMAT_CHOICES: tuple[str, ...] = ("auto", *FORMATS)
+
+
+def read_trace(
+    path: str | Path,
+    fmt: str = "auto",
+    mapping: TraceMapping | None = None,
+    workload: str | None = None,
+    *,
+    name: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> TraceFrame:
+    """Read, validate and normalise the trace at ``path``.
+
+    ``fmt`` is a ``FORMATS`` name or ``auto``. ``mapping`` names the columns of a generic CSV/JSONL/
+    Parquet file (``None``: well-known names). ``workload`` labels requests the file leaves
+    unlabelled. Raises :class:`InputError` for any bad input.
+    """
+    path = Path(path)
+    if fmt not in FORMAT_CHOICES:
+        raise InputError(path, 0, f"unknown format {fmt!r}; expected one of {', '.join(FORMAT_CHOICES)}")
+    if fmt != "auto" and mapping is not None and not FORMATS[fmt].takes_mapping:
+        raise InputError(path, 0, f"format {fmt} has fixed columns; a column mapping applies to csv, jsonl, parquet")
+    if workload is not None and (not workload.strip() or len(workload) > 64):
+        raise InputError(path, 0, "workload must be a non-empty label of at most 64 characters")
+    want_parquet = None if fmt == "auto" else fmt == "parquet"
+    if fmt == "auto" and path.suffix.lower() == ".parquet":
+        want_parquet = True
+    with open_source(path, limits, want_parquet) as src:
+        kind = detect_kind(src, mapping) if fmt == "auto" else fmt
+        spec = FORMATS[kind]
+        try:
+            raw = spec.reader(src, mapping, limits)
+        except RecursionError:  # a reader's own recursion on pathological input: still bad input
+            raise InputError(path, 0, "input nested too deeply to read") from None
+        frame, dropped, warnings = normalise(path, raw, limits, workload)
+        return TraceFrame(
+            frame=frame,
+            format=kind,
+            file_hash=src.sha256,
+            name=name or path.name,
+            dropped=dropped,
+            warnings=tuple(warnings),
+        )

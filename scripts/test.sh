@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up everything the test suite needs, then run it. Idempotent; safe to rerun.
+#   bash scripts/test.sh            # full suite (real vLLM on CPU, real Chromium, everything)
+#   bash scripts/test.sh -k winners # extra args go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install -q -r requirements-dev.txt
+
+# Real headless Chromium for the end-to-end tests (Debian's package; Playwright cannot download browsers here).
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+  apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+fi
+
+# A real vLLM server on this CPU (separate venv, tiny random Llama made offline): ~1.5 min the first time.
+bash scripts/setup_vllm_cpu.sh "$PWD/.vllm-cpu"
+export SPECTUNE_VLLM_ENV="$PWD/.vllm-cpu"
+
+python3 -m ruff check .
+python3 -m pytest "$@"

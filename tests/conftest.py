@@ -1,0 +1,67 @@
+"""Shared test fixtures: the repo root, a CLI runner, a built default store, small matrices."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+SMALL_MATRIX = """
+name = "small"
+gpus = ["MI300X", "MI355X"]
+[methods.none]
+[methods.eagle3]
+depths = [2, 3]
+[methods.ngram]
+depths = [3]
+[families.Qwen]
+model = "Qwen/Qwen3.5-397B-A17B"
+tensor_parallel_size = 2
+[families.Gemma]
+model = "google/gemma-4-31B-it"
+[workloads.code]
+max_tokens = 256
+[workloads.chat]
+max_tokens = 256
+[load]
+concurrency = [1, 16]
+[run]
+requests_per_cell = 60
+"""
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+def cli(module: str, *args: str, db: Path | None = None, timeout: float = 600,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m module args`` from the repo root; returns the completed process (text)."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    if db is not None:
+        full_env["SPECTUNE_DB"] = str(db)
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def default_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded default data built into a fresh store (read-only use, please)."""
+    from ingest.default_data import build_default_db
+
+    path = tmp_path_factory.mktemp("default") / "default.duckdb"
+    build_default_db(path)
+    return path
+
+
+@pytest.fixture
+def small_matrix(tmp_path: Path) -> Path:
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL_MATRIX)
+    return path

@@ -1,0 +1,108 @@
+"""The store: schema, version refusal, idempotent and atomic cell writes through the Arrow path."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+import sqlalchemy
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.schema import CreateTable
+
+from ingest import schema, sql, store
+from ingest.records import CellKey, RunInfo, SpecCounters
+from tests.conftest import cli
+
+
+def _requests(n: int = 50, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    ttft = rng.uniform(20, 80, n)
+    out = rng.integers(20, 200, n)
+    e2e = ttft + out * rng.uniform(8, 12, n)
+    return pl.DataFrame({
+        "request_index": np.arange(n), "input_tokens": rng.integers(100, 900, n), "output_tokens": out,
+        "ttft_ms": ttft, "tpot_ms": (e2e - ttft) / (out - 1), "e2e_ms": e2e, "start_s": np.arange(n) * 0.1,
+        "drafted_tokens": out * 3, "accepted_tokens": out * 2,
+    })
+
+
+KEY = CellKey("eagle3", 3, "Qwen", "Qwen/Qwen3.5-397B-A17B", "code", "MI355X", 16)
+
+
+def _counts(con) -> dict[str, int]:
+    return {t: sql.one(con, f"SELECT count(*) FROM {t}")[0]
+            for t in ("runs", "cells", "positions", "requests", "cell_bootstrap")}
+
+
+def test_write_cell_is_idempotent(tmp_path):
+    with store.session(tmp_path / "s.duckdb") as con:
+        store.write_run(con, RunInfo(run_id="r1", backend="sim", source="test"))
+        counters = SpecCounters(drafts=100, draft_tokens=300, accepted_tokens=180, accepted_per_pos=[80, 60, 40])
+        assert store.write_cell(con, "r1", KEY, _requests(), window_s=10.0, gpu_count=2, counters=counters)
+        before = _counts(con)
+        assert not store.write_cell(con, "r1", KEY, _requests(seed=1), window_s=11.0, gpu_count=2, counters=counters)
+        assert not store.write_run(con, RunInfo(run_id="r1", backend="sim", source="again"))
+        assert _counts(con) == before
+        assert before == {"runs": 1, "cells": 1, "positions": 3, "requests": 50, "cell_bootstrap": 200}
+        row = sql.one(con, "SELECT acceptance_rate, acceptance_length, output_throughput_per_gpu FROM cells")
+        assert row[0] == pytest.approx(180 / 300)
+        assert row[1] == pytest.approx(1 + 180 / 100)
+        assert row[2] == pytest.approx(_requests()["output_tokens"].sum() / 10.0 / 2)
+
+
+def test_a_failing_write_lands_nothing(tmp_path, monkeypatch):
+    real_insert = store._insert
+
+    def failing_insert(con, table, frame):
+        if table == "requests":
+            raise RuntimeError("disk full (injected)")
+        real_insert(con, table, frame)
+
+    with store.session(tmp_path / "s.duckdb") as con:
+        store.write_run(con, RunInfo(run_id="r1", backend="sim", source="test"))
+        monkeypatch.setattr(store, "_insert", failing_insert)
+        with pytest.raises(RuntimeError):
+            store.write_cell(con, "r1", KEY, _requests(), window_s=10.0, gpu_count=2)
+        monkeypatch.setattr(store, "_insert", real_insert)
+        assert _counts(con)["cells"] == 0 and _counts(con)["requests"] == 0
+        assert store.write_cell(con, "r1", KEY, _requests(), window_s=10.0, gpu_count=2)
+
+
+def test_failed_cell_then_retry_replaces_it(tmp_path):
+    with store.session(tmp_path / "s.duckdb") as con:
+        store.write_run(con, RunInfo(run_id="r1", backend="vllm", source="test"))
+        assert store.write_failed_cell(con, "r1", KEY, "server crashed")
+        assert store.cell_status(con, "r1") == {KEY.cell_id: "failed"}
+        assert store.write_cell(con, "r1", KEY, _requests(), window_s=5.0, gpu_count=1, replace=True)
+        assert store.cell_status(con, "r1") == {KEY.cell_id: "ok"}
+        assert _counts(con)["cells"] == 1
+
+
+def test_newer_schema_version_is_refused(tmp_path):
+    path = tmp_path / "future.duckdb"
+    with store.session(path) as con:
+        con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(store.SchemaVersionError, match="newer than this spectune"):
+        store.connect(path)
+    proc = cli("analysis", "winners", "--db", str(path))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error:") and "schema version 99" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_schema_is_portable_sqlalchemy():
+    """The same table objects compile for other SQL databases (a team can move the store)."""
+    for dialect in (sqlite.dialect(), postgresql.dialect()):
+        for table in schema.metadata.sorted_tables:
+            assert "CREATE TABLE" in str(CreateTable(table).compile(dialect=dialect))
+    engine = sqlalchemy.create_engine("sqlite://")
+    schema.metadata.create_all(engine)
+    assert set(sqlalchemy.inspect(engine).get_table_names()) >= {"runs", "cells", "requests", "positions"}
+
+
+def test_cell_id_is_stable_and_dimensional():
+    same = CellKey("eagle3", 3, "Qwen", "Qwen/Qwen3.5-397B-A17B", "code", "MI355X", 16)
+    assert same.cell_id == KEY.cell_id
+    assert CellKey("eagle3", 4, "Qwen", KEY.model, "code", "MI355X", 16).cell_id != KEY.cell_id
+    assert CellKey("eagle3", 3, "Qwen", KEY.model, "code", "MI355X", 64).cell_id != KEY.cell_id
+    assert CellKey("none", 5, "Qwen", KEY.model, "code", "MI355X", 16).depth == 0
