@@ -71,15 +71,21 @@ def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
     )[0])
 
 
+_ENSURED: set[str] = set()  # stores whose schema this process already created or checked
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     if _has_meta(con):
         check_version(con, path)
+        if str(path.resolve()) in _ENSURED:
+            return
     for ddl in schema.ddl_statements():
         con.execute(ddl)
     con.execute(
         "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
         [str(schema.SCHEMA_VERSION)],
     )
+    _ENSURED.add(str(path.resolve()))
 
 
 def connect(

@@ -1,12 +1,13 @@
 """Executing a matrix: plan → skip what the store already has → run each server config once → land cells.
 
-The store is written one cell at a time (each cell atomic), through a connection held only while one
-server config runs, so several runner processes can share a store file and a killed run resumes with no
-duplicates. ``--resume`` continues the newest run of the same matrix and backend.
+The store is written one cell at a time (each cell atomic); slow backends open a connection only to land
+each cell, so several runner processes (and the dashboard) can share a store file; a killed run resumes
+with no duplicates. ``--resume`` continues the newest run of the same matrix and backend.
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,13 @@ class RunOptions:
     resume: bool = False
     retry_failed: bool = False
     run_id: str | None = None
+    runs_dir: Path | None = None  # server logs + pidfiles: <runs_dir>/<run_id>/ (default: <db folder>/runs)
+
+
+def runs_dir_for(opts: RunOptions) -> Path:
+    if opts.runs_dir is not None:
+        return Path(opts.runs_dir)
+    return (Path(opts.db) if opts.db else store.default_db_path()).resolve().parent / "runs"
 
 
 @dataclass(slots=True)
@@ -42,7 +50,8 @@ class RunSummary:
                 "cells_skipped": self.cells_skipped, "failures": self.failures}
 
 
-Progress = Callable[[str, int, int], None]  # (current server config label, cells done, cells total)
+# (current server config label, cells done, cells total); None leaves a count as it was (a status note)
+Progress = Callable[[str, int | None, int | None], None]
 
 
 def resolve_run_id(matrix: Matrix, opts: RunOptions) -> tuple[str, bool]:
@@ -97,6 +106,9 @@ def run_matrix(matrix: Matrix, opts: RunOptions, progress: Progress | None = Non
                backend: Backend | None = None) -> RunSummary:
     backend = backend or get_backend(opts.backend)
     run_id, _resuming = resolve_run_id(matrix, opts)
+    prepare = getattr(backend, "prepare", None)
+    if prepare is not None:  # e.g. vllm: run folder, orphan servers of a killed run, workload files
+        prepare(matrix, run_id, runs_dir_for(opts), progress)
     facts = backend.host_facts(matrix)
     with store.session(opts.db) as con:
         store.write_run(con, RunInfo(
@@ -108,13 +120,23 @@ def run_matrix(matrix: Matrix, opts: RunOptions, progress: Progress | None = Non
     summary = RunSummary(run_id=run_id, cells_skipped=skipped)
     total = len(todo)
     done = 0
+    # A slow backend (a real server config can run for an hour) lands each cell through its own short
+    # connection so other processes — a second runner, the dashboard — can take the store in between; the
+    # simulator produces cells in milliseconds and keeps one connection per server config.
+    per_cell = not getattr(backend, "fast_cells", False)
     for cfg, cells in group_by_config(matrix, todo):
         if progress:
             progress(cfg.label(), done, total)
-        with store.session(opts.db) as con:
-            def sink(outcome: CellOutcome, con=con, label: str = cfg.label()) -> None:
+        with contextlib.ExitStack() as stack:
+            shared = None if per_cell else stack.enter_context(store.session(opts.db))
+
+            def sink(outcome: CellOutcome, label: str = cfg.label(), shared=shared) -> None:
                 nonlocal done
-                land(con, run_id, outcome, summary, replace=opts.retry_failed)
+                if shared is not None:
+                    land(shared, run_id, outcome, summary, replace=opts.retry_failed)
+                else:
+                    with store.session(opts.db) as con:
+                        land(con, run_id, outcome, summary, replace=opts.retry_failed)
                 done += 1
                 if progress:
                     progress(label, done, total)

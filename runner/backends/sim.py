@@ -10,6 +10,7 @@ from runner.simulate import simulate_cell
 
 class SimBackend:
     kind = "sim"
+    fast_cells = True  # cells take milliseconds: the runner keeps one store connection per server config
 
     def host_facts(self, matrix: Matrix) -> HostFacts:
         return HostFacts(host="simulator", gpu_model=",".join(matrix.gpus), gpu_count=0,
