@@ -7,6 +7,7 @@ replicate matrix is returned too, so ratios (speedup, GPU ratios) can get interv
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import duckdb
@@ -33,7 +34,8 @@ def percentile_bounds(reps: np.ndarray, level: float = LEVEL) -> tuple[np.ndarra
         n = reps.shape[0] if reps.ndim == 2 else 0
         return np.full(n, np.nan), np.full(n, np.nan)
     finite = np.isfinite(reps).sum(axis=1)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (no replicates) become NaN bounds
         lo, hi = np.nanpercentile(np.where(np.isfinite(reps), reps, np.nan),
                                   [(1 - level) / 2 * 100, (1 + level) / 2 * 100], axis=1)
     enough = finite >= 10  # the winner rule's minimum: no interval from a handful of replicates

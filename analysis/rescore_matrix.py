@@ -131,11 +131,19 @@ def _requests(con: duckdb.DuckDBPyConnection, cells: pl.DataFrame) -> dict[str, 
         """)
     finally:
         con.unregister("_rescore_keys")
-    req = req.filter(pl.col("tpot_ms").is_not_null() & pl.col("tpot_ms").is_finite())
+    req = req.filter(pl.col("tpot_ms").is_not_null() & pl.col("tpot_ms").is_finite()).sort("cell_id")
+    if req.height == 0:
+        return {}
+    # Whole columns to numpy once, then slice per cell (cells are contiguous after the sort).
+    ids = req["cell_id"].to_numpy()
+    ttft, tpot = req["ttft_ms"].to_numpy().astype(float), req["tpot_ms"].to_numpy().astype(float)
+    outs = req["output_tokens"].fill_null(0).to_numpy().astype(float)
+    ins = req["input_tokens"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ends = np.r_[starts[1:], ids.size]
     out = {}
-    for (cell_id,), part in req.partition_by("cell_id", as_dict=True).items():
-        out[cell_id] = (part["ttft_ms"].to_numpy().astype(float), part["tpot_ms"].to_numpy().astype(float),
-                        part["output_tokens"].fill_null(0).to_numpy().astype(float),
-                        float(part["input_tokens"].mean()) if part["input_tokens"].null_count() < part.height
-                        else float("nan"))
+    for a, b in zip(starts, ends, strict=True):
+        seg = ins[a:b]
+        out[str(ids[a])] = (ttft[a:b], tpot[a:b], outs[a:b],
+                            float(np.nanmean(seg)) if np.isfinite(seg).any() else float("nan"))
     return out

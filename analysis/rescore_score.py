@@ -9,12 +9,16 @@ requests in Python:
   else all of them — and s_T, s_P the cost model's prefill and step-time ratios for this trace's input
   and context lengths against the cell's own (1 without a cost model);
 * load comes from the arrival rate (Little's law): in each time bucket the concurrency per server is
-  c = λ · mean e2e(c), solved by bisection; between measured concurrencies the prediction is the mix of
-  the two neighbouring cells weighted linearly in log c; above the largest it is held there and counted
-  as ``saturated``. Without timestamps a fixed concurrency is used;
-* output throughput = output tokens / server-seconds, a request holding 1/c of a server for its e2e (the
-  benchmark's definition, with this trace's lengths and load); p99 e2e is the weighted 99th percentile
-  over all (bucket, sample) pairs; goodput = requests meeting the SLO per server-second;
+  c = λ · mean e2e(c), solved by bisection for the user's current config (today's operating point);
+  between measured concurrencies the prediction is the mix of the two neighbouring cells weighted
+  linearly in log c; above the largest it is held there and counted as ``saturated``. Without
+  timestamps a fixed concurrency is used;
+* every candidate is compared at that same concurrency: output throughput = output tokens /
+  server-seconds, a request holding 1/c of a server for its e2e — the benchmark's definition with this
+  trace's lengths and load, i.e. tokens per server at today's batch size, whose ratio is the fleet a
+  candidate saves. (Each candidate's own open-loop fixed point would give every candidate the offered
+  load λ·L as throughput, which says nothing.) p99 e2e is the weighted 99th percentile over all
+  (bucket, sample) pairs at that load; goodput = requests meeting the SLO per server-second;
 * bootstrap replicates: each cell's replicate/point ratios, weighted by the cell's share of the server
   time (throughput, goodput) or of the requests (p99) — a first-order propagation of the benchmark noise.
 """
@@ -30,6 +34,7 @@ from analysis.rescore_matrix import CellSamples
 from analysis.rescore_trace import bucket_bounds
 
 MIN_SAMPLES_PER_BUCKET = 30
+LOAD_LEVELS = 64
 P99 = 0.99
 
 
@@ -61,6 +66,7 @@ class Prediction:
     tokens: float
     server_s: float
     provenance: dict[str, float] = field(default_factory=dict)  # share of requests per cell provenance
+    load: tuple[np.ndarray, np.ndarray] | None = None  # concurrency and saturation per time bucket
 
 
 def _subset(cell: CellSamples, lb: int, cache: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -108,9 +114,14 @@ def _solve_load(si: ShardInput, a_tg: np.ndarray, grid: np.ndarray) -> tuple[np.
     return c, saturated
 
 
-def score(cells: list[list[CellSamples]], si: ShardInput, *, method: str, depth: int, workloads: list[str],
-          dep, slo: tuple[float, float] | None, n_rep: int) -> Prediction:
-    """Predict one candidate on one shard. ``cells[w][g]``: the (filled) cell per store workload × grid."""
+def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str, depth: int, workloads: list[str],
+          dep, slo: tuple[float, float] | None, n_rep: int,
+          load: tuple[np.ndarray, np.ndarray] | None = None) -> Prediction:
+    """Predict one candidate on one shard. ``cells[w][g]``: the (filled) cell per store workload × grid.
+
+    ``load`` (concurrency and saturation per time bucket) is the operating point every candidate is
+    compared at; None solves it from this candidate's own latency (done once, for the reference config).
+    """
     grid = np.asarray(si.grid, dtype=float)
     n_w, n_g, n_r = len(workloads), grid.size, si.n.size
     cache: dict = {}
@@ -118,21 +129,21 @@ def score(cells: list[list[CellSamples]], si: ShardInput, *, method: str, depth:
     inp = si.inp / np.maximum(si.n, 1e-12)
     ctx = inp + L / 2
     p0, p1 = rescore_fill.prefill_line(dep)
-    pairs, pair_of_row = np.unique(np.stack([si.wi, si.lb], axis=1), axis=0, return_inverse=True)
-    pair_of_row = pair_of_row.reshape(-1)
+    codes, pair_of_row = np.unique(si.wi * 256 + si.lb, return_inverse=True)  # lb < 64 for any int32 length
+    pairs = [(int(c // 256), int(c % 256)) for c in codes]
     # Per (pair, g): mean TTFT and TPOT of the samples; per (w, g): the cost-model scaling lines.
     m_ttft, m_tpot = np.empty((len(pairs), n_g)), np.empty((len(pairs), n_g))
     for p, (w, lb) in enumerate(pairs):
         for g in range(n_g):
-            tt, tp = _subset(cells[w][g], int(lb), cache)
+            tt, tp = _subset(cells[w][g], lb, cache)
             m_ttft[p, g], m_tpot[p, g] = tt.mean(), tp.mean()
     s_t = np.empty((n_r, n_g))
     s_p = np.empty((n_r, n_g))
     for g in range(n_g):
         for w in range(n_w):
-            cell = cells[w][g]
             rows = si.wi == w
-            if not rows.any():
+            cell = cells[w][g]
+            if cell is None or not rows.any():
                 continue
             t0, t1 = rescore_fill.step_line(method, workloads[w], depth, dep, grid[g])
             cell_in = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
@@ -144,7 +155,7 @@ def score(cells: list[list[CellSamples]], si: ShardInput, *, method: str, depth:
     a_tg = np.zeros((n_t_buckets, n_g))
     for g in range(n_g):
         a_tg[:, g] = np.bincount(si.t, weights=si.n * e2e_rg[:, g], minlength=n_t_buckets)
-    c_t, sat_t = _solve_load(si, a_tg, grid)
+    c_t, sat_t = _solve_load(si, a_tg, grid) if load is None else load
     i_t, w_t = _interp(c_t, grid)
     i_r, w_r, c_r = i_t[si.t], w_t[si.t], c_t[si.t]
     rows = np.arange(n_r)
@@ -161,23 +172,23 @@ def score(cells: list[list[CellSamples]], si: ShardInput, *, method: str, depth:
     comp_row = np.concatenate([rows, rows])
     keep = comp_w > 0
     comp_w, comp_pair, comp_g, comp_row = comp_w[keep], comp_pair[keep], comp_g[keep], comp_row[keep]
-    values, weights, meeting = [], [], 0.0
     # Group components by (pair, g): rows in a group share samples; their L and scalings are averaged.
     key = comp_pair * n_g + comp_g
-    for k in np.unique(key):
-        sel = key == k
+    n_keys = len(pairs) * n_g
+    wsum = np.bincount(key, weights=comp_w, minlength=n_keys)
+    safe = np.where(wsum > 0, wsum, 1.0)
+    lbar = np.bincount(key, weights=comp_w * np.maximum(L[comp_row] - 1, 0), minlength=n_keys) / safe
+    st = np.bincount(key, weights=comp_w * s_t[comp_row, comp_g], minlength=n_keys) / safe
+    sp = np.bincount(key, weights=comp_w * s_p[comp_row, comp_g], minlength=n_keys) / safe
+    values, weights, meeting = [], [], 0.0
+    for k in np.flatnonzero(wsum > 0):
         p, g = int(k // n_g), int(k % n_g)
-        wsum = comp_w[sel].sum()
-        rr = comp_row[sel]
-        lbar = float((comp_w[sel] * np.maximum(L[rr] - 1, 0)).sum() / wsum)
-        st = float((comp_w[sel] * s_t[rr, g]).sum() / wsum)
-        sp = float((comp_w[sel] * s_p[rr, g]).sum() / wsum)
-        tt, tp = _subset(cells[pairs[p][0]][g], int(pairs[p][1]), cache)
-        e2e = tt * st + lbar * tp * sp
+        tt, tp = _subset(cells[pairs[p][0]][g], pairs[p][1], cache)
+        e2e = tt * st[k] + lbar[k] * tp * sp[k]
         values.append(e2e)
-        weights.append(np.full(e2e.size, wsum / e2e.size))
+        weights.append(np.full(e2e.size, wsum[k] / e2e.size))
         if slo is not None:
-            meeting += wsum * float(np.mean((tt * st <= slo[0]) & (tp * sp <= slo[1])))
+            meeting += wsum[k] * float(np.mean((tt * st[k] <= slo[0]) & (tp * sp[k] <= slo[1])))
     vals, wts = np.concatenate(values), np.concatenate(weights)
     order = np.argsort(vals, kind="stable")
     cum = np.cumsum(wts[order])
@@ -207,7 +218,32 @@ def score(cells: list[list[CellSamples]], si: ShardInput, *, method: str, depth:
     return Prediction(output_throughput=thr, p99_e2e_ms=p99, goodput=goodput, reps=reps,
                       mean_concurrency=float((si.n * c_r).sum() / requests),
                       saturated_share=float(si.n_t[sat_t].sum() / requests), requests=requests, tokens=tokens,
-                      server_s=server_s, provenance={k: round(v, 6) for k, v in sorted(prov.items())})
+                      server_s=server_s, provenance={k: round(v, 6) for k, v in sorted(prov.items())},
+                      load=(c_t, sat_t))
+
+
+def collapse(si: ShardInput, load: tuple[np.ndarray, np.ndarray], levels: int = LOAD_LEVELS
+             ) -> tuple[ShardInput, tuple[np.ndarray, np.ndarray]]:
+    """The shard regrouped by load level instead of time: same requests, ~50× fewer rows to score.
+
+    Once the operating point is known, time matters only through the concurrency it puts each bucket
+    at, so buckets are pooled on ``levels`` log-spaced concurrencies (±3 % at 64 levels over 1–64).
+    """
+    c_t, sat_t = load
+    grid = np.asarray(si.grid, dtype=float)
+    span = float(np.log(grid[-1] / grid[0]))
+    q_t = np.rint((np.log(c_t / grid[0]) / span) * (levels - 1)).astype(int) if span > 0 else np.zeros(c_t.size, int)
+    codes, level_of_t = np.unique(q_t * 2 + sat_t.astype(int), return_inverse=True)
+    c_lv = grid[0] * np.exp(codes // 2 / max(levels - 1, 1) * span)
+    sat_lv = (codes % 2).astype(bool)
+    lv = level_of_t.reshape(-1)[si.t]
+    keys, row_of = np.unique((lv * 64 + si.wi) * 256 + si.lb, return_inverse=True)
+    row_of = row_of.reshape(-1)
+    n = np.bincount(row_of, weights=si.n)
+    new = ShardInput(t=(keys // (64 * 256)).astype(int), wi=((keys // 256) % 64).astype(int), lb=(keys % 256).astype(int),
+                     n=n, out=np.bincount(row_of, weights=si.out), inp=np.bincount(row_of, weights=si.inp),
+                     n_t=np.bincount(lv, weights=si.n, minlength=codes.size), rate=None, fixed_c=None, grid=si.grid)
+    return new, (c_lv, sat_lv)
 
 
 def _reps(ratio: np.ndarray, n_rep: int) -> np.ndarray:

@@ -38,22 +38,31 @@ def _digits(metric: str) -> int:
     return 3 if metric in ("acceptance_rate", "acceptance_length") else 1
 
 
+def cand(method: str, depth: int | None) -> str:
+    """A candidate's short name: ``eagle3·3``; the baseline has no depth."""
+    return "none" if method == "none" else f"{method}·{depth}"
+
+
+def _cand_expr() -> pl.Expr:
+    return pl.when(pl.col("method") == "none").then(pl.lit("none")).otherwise(pl.format("{}·{}", "method", "depth"))
+
+
 def winner_rows(doc: dict) -> pl.DataFrame:
     """One row per heatmap cell from an ``analysis.winners`` document: names, labels, tooltip text."""
     d = _digits(doc["metric"])
     rows = []
     for c in doc["cells"]:
         w = c["winner"]
-        tied = [f"{t['method']}·{t['depth']}" for t in c["tied"]]
+        tied = [cand(t["method"], t["depth"]) for t in c["tied"]]
         gain = c.get("gain_vs_none_pct")
         gain_txt = "baseline" if w["method"] == "none" else ("" if gain is None else f"{gain:+.0f}% vs none")
         if c["clear"]:
-            label = f"{w['method']}·{w['depth']}\n{gain_txt}"
+            label = f"{cand(w['method'], w['depth'])}\n{gain_txt}"
         else:
             head = " ≈ ".join(tied[:2]) + (f" +{len(tied) - 2}" if len(tied) > 2 else "")
             label = f"TIE\n{head}\n{gain_txt}"
-        top = [f"{t['method']}·{t['depth']}: {_fmt(t['value'], d)} [{_fmt(t['ci_low'], d)}, {_fmt(t['ci_high'], d)}]"
-               for t in c["top3"]]
+        top = [f"{cand(t['method'], t['depth'])}: {_fmt(t['value'], d)} "
+               f"[{_fmt(t['ci_low'], d)}, {_fmt(t['ci_high'], d)}]" for t in c["top3"]]
         rows.append({
             "gpu": c["gpu"], "family": c["family"], "workload": c["workload"], "concurrency": c["concurrency"],
             "method": w["method"], "depth": w["depth"], "value": w["value"], "gain_vs_none_pct": gain,
@@ -134,13 +143,16 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
 
 
 def finish(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
-    """Top-level configuration for a chart shown or exported on its own (not inside a report concat)."""
-    return chart.configure_view(stroke=None)
+    """Top-level configuration for a chart shown or exported on its own (not inside a report concat).
+
+    ``autosize: pad`` keeps each view at its declared size and grows the chart around it; Streamlit's
+    default squeezes title, axes and legend into the declared width × height, shrinking the cells."""
+    return chart.configure_view(stroke=None).properties(autosize=alt.AutoSizeParams(type="pad"))
 
 
 def candidates_chart(ranked: pl.DataFrame, metric_label: str) -> alt.LayerChart:
     """Every method × depth of one group: point estimate and 95 % interval, best first."""
-    df = ranked.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
+    df = ranked.with_columns(_cand_expr().alias("candidate"))
     order = df["candidate"].to_list()
     base = alt.Chart(df.to_arrow()).encode(
         y=alt.Y("candidate:N", sort=order, title=None, axis=alt.Axis(labelFontSize=12)),
@@ -165,6 +177,20 @@ def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "
         opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
         tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
     ).properties(width=360, height=240, title=title or "Acceptance by draft position")
+
+
+def positions_grid(pos: pl.DataFrame, value: str = "acceptance") -> alt.FacetChart:
+    """Acceptance by draft position for every (method, depth), faceted family × workload."""
+    y_title = "cumulative r_i" if value == "acceptance" else "conditional p_i"
+    df = pos.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
+    return alt.Chart(df.to_arrow()).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
+        x=alt.X("position:O", title="draft position"),
+        y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
+        color=method_color(sorted(set(df["method"]))), detail="candidate:N",
+        opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
+        tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
+    ).properties(width=220, height=150).facet(row=alt.Row("family:N", title=None),
+                                              column=alt.Column("workload:N", title=None))
 
 
 def latency_chart(samples: pl.DataFrame, column: str = "e2e_ms") -> alt.Chart:
@@ -204,7 +230,7 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
 
 def tradeoff_chart(df: pl.DataFrame, latency_label: str) -> alt.FacetChart:
     """Throughput vs tail latency per cell; the Pareto front drawn as a line, its cells ringed."""
-    d = df.with_columns(pl.format("{}·{} @c{}", "method", "depth", "concurrency").alias("candidate"))
+    d = df.with_columns(pl.format("{} @c{}", _cand_expr(), "concurrency").alias("candidate"))
     present = sorted(set(d["method"]))
     base = alt.Chart().encode(x=alt.X("latency:Q", title=latency_label, scale=alt.Scale(type="log")),
                               y=alt.Y("output_throughput:Q", title="output tok/s", scale=alt.Scale(type="log")))
@@ -241,9 +267,9 @@ def speedup_chart(df: pl.DataFrame) -> alt.FacetChart:
     present = sorted(set(df["method"]))
     base = alt.Chart().encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
                               color=method_color(present))
-    band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q")
+    band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q", detail="depth:O")
     line = base.mark_line(point=True).encode(
-        y=alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False)),
+        y=alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False)), detail="depth:O",
         tooltip=["method:N", "depth:Q", "concurrency:Q", alt.Tooltip("speedup:Q", format=".3f"),
                  alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"), "backend:N"])
     rule = alt.Chart().mark_rule(color="#666666", strokeDash=[3, 3]).encode(y=alt.datum(1.0))
@@ -273,7 +299,8 @@ def text_page(lines: list[str], title: str, width: int = 760) -> alt.Chart:
 
 BUILDERS: dict[str, Callable[..., alt.TopLevelMixin]] = {
     "winner_heatmap": winner_heatmap, "candidates": candidates_chart, "positions": positions_chart,
-    "latency": latency_chart, "depth_curves": depth_curves, "tradeoff": tradeoff_chart,
+    "latency": latency_chart, "positions_grid": positions_grid, "depth_curves": depth_curves,
+    "tradeoff": tradeoff_chart,
     "ratio_heatmap": ratio_heatmap, "speedup": speedup_chart, "efficiency": efficiency_chart,
 }
 
@@ -291,4 +318,5 @@ def spec(kind: str, *args: Any, **kwargs: Any) -> dict:
 
 
 def show(kind: str, *args: Any, key: str, on_select: Any = "ignore", **kwargs: Any) -> None:
-    st.vega_lite_chart(spec(kind, *args, **kwargs), key=key, on_select=on_select)
+    # width="content": keep the spec's own cell sizes (stretching a heatmap squeezes its rows and labels)
+    st.vega_lite_chart(spec(kind, *args, **kwargs), key=key, on_select=on_select, width="content")

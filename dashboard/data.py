@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 import streamlit as st
 
-from analysis import drilldown, explore, frames, gpu_compare, load, pareto, published, winners
+from analysis import drilldown, explore, frames, gpu_compare, load, pareto, provenance, published, winners
 from analysis.cellvalues import Slo
 from ingest import store
 
@@ -132,7 +132,13 @@ def gpu_efficiency(path: str, st_: tuple, f: frames.Filters) -> pl.DataFrame:
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def runs(path: str, st_: tuple) -> pl.DataFrame:
     with _reader(path).connection() as con:
-        return frames.runs(con)
+        return provenance.runs(con)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def table_counts(path: str, st_: tuple) -> pl.DataFrame:
+    with _reader(path).connection() as con:
+        return provenance.table_counts(con)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)

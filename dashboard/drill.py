@@ -31,7 +31,7 @@ def cell_label(value: str) -> str:
 def params(doc: dict) -> list[Param]:
     cells = ("", *[cell_id(c["gpu"], c["family"], c["workload"]) for c in doc["cells"]])
     return [Param("cell", "one", "", cells, label="Cell", format_func=cell_label),
-            Param("lat", "one", "e2e_ms", LATENCY_COLS, label="Latency",
+            Param("dlat", "one", "e2e_ms", LATENCY_COLS, label="Latency",
                   format_func=lambda c: c.replace("_ms", "").upper())]
 
 
@@ -57,7 +57,7 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
         st.selectbox("Cell (or click one in a heatmap)", ps[0].options, key=f"{page}.cell",
                      format_func=cell_label)
     with cols[1]:
-        st.radio("Latency distribution", ps[1].options, key=f"{page}.lat", format_func=ps[1].format_func,
+        st.radio("Latency distribution", ps[1].options, key=f"{page}.dlat", format_func=ps[1].format_func,
                  horizontal=True)
     picked = st.session_state.get(f"{page}.cell") or ""
     if not picked or picked not in ps[0].options:
@@ -69,25 +69,25 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
     verdict = next((c for c in doc["cells"] if cell_id(c["gpu"], c["family"], c["workload"]) == picked), None)
     if verdict:
         w = verdict["winner"]
-        text = (f"clear winner **{w['method']}·{w['depth']}**" if verdict["clear"] else
-                "**tie** between " + ", ".join(f"{t['method']}·{t['depth']}" for t in verdict["tied"]))
+        text = (f"clear winner **{charts.cand(w['method'], w['depth'])}**" if verdict["clear"] else
+                "**tie** between " + ", ".join(charts.cand(t["method"], t["depth"]) for t in verdict["tied"]))
         st.markdown(f"**{gpu} · {family} · {workload} · concurrency {concurrency}** — {text}")
     name = export.slug(page, "detail", metric, gpu, family, workload, f"c{concurrency}")
-    cand = charts.finish(charts.candidates_chart(ranked, metric_label))
-    st.altair_chart(cand, key=f"{page}.drill.cand")
-    export.buttons(cand, ranked, name, f"{page}.drill.cand")
+    charts.show("candidates", ranked, metric_label, key=f"{page}.drill.cand")
+    export.buttons(partial(charts.build, "candidates", ranked, metric_label), ranked, name, f"{page}.drill.cand")
     left, right = st.columns(2)
     with left:
-        pc = charts.finish(charts.positions_chart(pos, "acceptance", "Cumulative acceptance r_i by position"))
-        st.altair_chart(pc, key=f"{page}.drill.pos")
-        export.buttons(pc, pos, name + "_positions", f"{page}.drill.pos")
+        args = (pos, "acceptance", "Cumulative acceptance r_i by position")
+        charts.show("positions", *args, key=f"{page}.drill.pos")
+        export.buttons(partial(charts.build, "positions", *args), pos, name + "_positions", f"{page}.drill.pos")
     with right:
-        pc2 = charts.finish(charts.positions_chart(pos, "conditional", "Conditional acceptance p_i by position"))
-        st.altair_chart(pc2, key=f"{page}.drill.cond")
-    lat = st.session_state.get(f"{page}.lat") or "e2e_ms"
-    lc = charts.finish(charts.latency_chart(samples, lat))
-    st.altair_chart(lc, key=f"{page}.drill.lat")
-    export.buttons(lc, samples, name + f"_{lat}", f"{page}.drill.lat")
+        args = (pos, "conditional", "Conditional acceptance p_i by position")
+        charts.show("positions", *args, key=f"{page}.drill.cond")
+        export.buttons(partial(charts.build, "positions", *args), None, name + "_conditional",
+                       f"{page}.drill.cond")
+    lat = st.session_state.get(f"{page}.dlat") or "e2e_ms"
+    charts.show("latency", samples, lat, key=f"{page}.drill.lat")
+    export.buttons(partial(charts.build, "latency", samples, lat), samples, name + f"_{lat}", f"{page}.drill.lat")
     with st.expander("Every candidate (table)"):
         st.dataframe(ranked.drop("run_id", "cell_id"), hide_index=True)
     return picked

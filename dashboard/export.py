@@ -86,7 +86,6 @@ def buttons(chart: Callable[[], alt.TopLevelMixin] | None, frame: pl.DataFrame |
     if frame is not None:
         items.append(("CSV", lambda: csv_bytes(frame), "csv"))
         items.append(("Parquet", lambda: parquet_bytes(frame), "parquet"))
-    cols = st.columns(len(items) + 2, gap="small")
-    for col, (label, data, fmt) in zip(cols, items, strict=False):
-        with col:
+    with st.container(horizontal=True, gap="small"):
+        for label, data, fmt in items:
             _button(label, data, name, fmt, f"dl.{key}.{fmt}")

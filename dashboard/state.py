@@ -134,7 +134,7 @@ def seed(page: str, params: Sequence[Param]) -> list[str]:
 def warn(problems: list[str]) -> None:
     if problems:
         st.warning("Some link parameters were not valid and were replaced by defaults: " + "; ".join(problems),
-                   icon="⚠️")
+                   icon=":material/link_off:")
 
 
 def values(page: str, params: Sequence[Param]) -> dict[str, Any]:

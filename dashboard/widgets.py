@@ -3,7 +3,7 @@ banner, and the translation of widget values into :class:`analysis.frames.Filter
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import polars as pl
@@ -35,9 +35,11 @@ def p_many(key: str, label: str, options: Sequence[Any]) -> Param:
     return Param(key, "many", [], tuple(options), label=label)
 
 
-def p_one(key: str, label: str, options: Sequence[Any], default: Any | None = None) -> Param:
+def p_one(key: str, label: str, options: Sequence[Any], default: Any | None = None,
+          format_func: Callable[[Any], str] = str) -> Param:
     opts = tuple(options)
-    return Param(key, "one", default if default is not None else (opts[0] if opts else ""), opts, label=label)
+    return Param(key, "one", default if default is not None else (opts[0] if opts else ""), opts, label=label,
+                 format_func=format_func)
 
 
 def p_depth(depths: Sequence[int]) -> Param:
@@ -108,11 +110,11 @@ def slo(v: dict[str, Any]) -> Slo:
 
 def banner(simulated: bool) -> None:
     if simulated:
-        st.warning(SIM_BANNER, icon="🧪")
+        st.warning(SIM_BANNER, icon=":material/science:")
 
 
 def any_simulated(*frames: pl.DataFrame) -> bool:
-    return any("backend" in f.columns and f.height and (f["backend"] == "sim").any() for f in frames)
+    return any(bool("backend" in f.columns and f.height and (f["backend"] == "sim").any()) for f in frames)
 
 
 def described(v: dict[str, Any], params: Sequence[Param]) -> dict[str, str]:

@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", default=None, help="explicit run id (default: new, or the resumed one)")
     run.add_argument("--ray", default=None, metavar="ADDRESS|auto", help="fan server configs out over a Ray cluster")
     run.add_argument("--endpoint", default=None, help="vllm: attach to a running server instead of launching")
+    run.add_argument("--runs-dir", type=Path, default=None,
+                     help="vllm: server logs and pidfiles go to RUNS_DIR/<run id>/ (default: <db folder>/runs)")
     run.add_argument("--db", type=Path, default=None, help="store path (default data/spectune.duckdb or SPECTUNE_DB)")
     run.add_argument("--json", action="store_true", help="print one JSON summary, no progress display")
     return ap
@@ -48,6 +50,14 @@ def _cmd_plan(args: argparse.Namespace) -> int:
               f"~{plan.estimated_gpu_hours:.1f} GPU-hours ({plan.estimate_sources})")
         for cfg in plan.server_configs:
             print(f"  {cfg['order']:>4}. {cfg['label']:<36} {cfg['cells']:>3} cells  ~{cfg['estimated_s']:.0f} s")
+        if plan.adaptive and "requests_saved_pct" in plan.adaptive:
+            a = plan.adaptive
+            print(f"adaptive stopping (simulated, {a['cells_simulated']} cells, target width "
+                  f"{a['target_rel_width']:g}): {a['mean_adaptive_requests_per_cell']:g} requests/cell vs "
+                  f"{a['fixed_requests_per_cell']} fixed for equal CI width — {a['requests_saved_pct']:g} % fewer "
+                  f"requests, {a['gpu_time_saved_pct']:g} % less GPU time, ~{a['gpu_hours_saved']:g} GPU-hours saved")
+        elif plan.adaptive:
+            print(f"adaptive stopping: {plan.adaptive.get('note', 'no simulated estimate')}")
     return 0
 
 
@@ -60,7 +70,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.retry_failed and not args.resume:
         args.resume = True
     opts = RunOptions(backend=args.backend, db=args.db, resume=args.resume, retry_failed=args.retry_failed,
-                      run_id=args.run_id)
+                      run_id=args.run_id, runs_dir=args.runs_dir)
     backend = None
     if args.endpoint:
         if args.backend != "vllm":

@@ -68,6 +68,7 @@ class Matrix:
     startup_timeout_s: float = 600.0
     request_timeout_s: float = 300.0
     stall_timeout_s: float = 60.0
+    port: int | None = None  # vllm: a fixed server port (default: a free one per server start)
     adaptive: AdaptiveSpec | None = None
     digest: str = ""
 
@@ -172,6 +173,14 @@ def _workload(name: str, w: Any, path: Path) -> WorkloadSpec:
                         float(rate) if rate is not None else None, ignore_eos)
 
 
+def _port(value: Any, path: Path) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise InputError(path, 0, f"run.port: expected an integer in [1, 65535], got {value!r}")
+    return value
+
+
 def load_matrix(path: str | Path) -> Matrix:
     """Read and validate a matrix file; any problem is an :class:`InputError` naming the key."""
     path = Path(path)
@@ -220,6 +229,8 @@ def load_matrix(path: str | Path) -> Matrix:
         raise InputError(path, 0, f"run.requests_per_cell: expected an integer in [1, 1000000], got {requests!r}")
     if not methods or not families or not workloads:
         raise InputError(path, 0, "matrix: methods, families and workloads must each name at least one entry")
+    if run.get("endpoint", "completions") not in ("completions", "chat"):
+        raise InputError(path, 0, f"run.endpoint: expected 'completions' or 'chat', got {run.get('endpoint')!r}")
     return Matrix(
         path=path, name=str(raw.get("name", path.stem)), methods=tuple(methods), families=tuple(families),
         workloads=tuple(workloads), gpus=tuple(gpus), concurrency=concurrency, requests_per_cell=requests,
@@ -228,5 +239,6 @@ def load_matrix(path: str | Path) -> Matrix:
         startup_timeout_s=float(run.get("startup_timeout_s", 600)),
         request_timeout_s=float(run.get("request_timeout_s", 300)),
         stall_timeout_s=float(run.get("stall_timeout_s", 60)),
+        port=_port(run.get("port"), path),
         adaptive=parse_adaptive(raw.get("adaptive"), path), digest=hashlib.sha256(raw_bytes).hexdigest()[:16],
     )

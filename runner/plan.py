@@ -24,10 +24,15 @@ class Plan:
     server_configs: list[dict[str, object]]
     estimated_gpu_hours: float
     estimate_sources: dict[str, int]
+    adaptive: dict[str, object] | None = None  # adaptive stopping's simulated saving (matrix [adaptive])
 
     def as_dict(self) -> dict[str, object]:
-        return {"cells": self.cells, "server_configs": self.server_configs,
-                "estimated_gpu_hours": round(self.estimated_gpu_hours, 3), "estimate_sources": self.estimate_sources}
+        out: dict[str, object] = {"cells": self.cells, "server_configs": self.server_configs,
+                                  "estimated_gpu_hours": round(self.estimated_gpu_hours, 3),
+                                  "estimate_sources": self.estimate_sources}
+        if self.adaptive is not None:
+            out["adaptive"] = self.adaptive
+        return out
 
 
 def model_cell_seconds(key: CellKey, requests: int, max_tokens: int) -> float | None:
@@ -67,6 +72,7 @@ def plan_matrix(matrix: Matrix, db: Path | None = None) -> Plan:
     sources = {"earlier_runs": 0, "cost_model": 0, "flat_guess": 0}
     configs = []
     gpu_hours = 0.0
+    cell_gpu_hours = 0.0  # the part that scales with requests per cell (not server starts)
     cells_by_cfg: dict[tuple, list[CellKey]] = {}
     for key in matrix.cells():
         cells_by_cfg.setdefault(key.server_config, []).append(key)
@@ -86,8 +92,31 @@ def plan_matrix(matrix: Matrix, db: Path | None = None) -> Plan:
                 sources["flat_guess"] += 1
         gpus = cfg.family_spec.tensor_parallel_size
         gpu_hours += seconds * gpus / 3600.0
+        cell_gpu_hours += (seconds - SERVER_START_S) * gpus / 3600.0
         configs.append({"order": order, "label": cfg.label(), "method": cfg.method, "depth": cfg.depth,
                         "family": cfg.family, "model": cfg.model, "gpu": cfg.gpu,
                         "tensor_parallel_size": gpus, "cells": len(cells), "estimated_s": round(seconds, 1)})
     return Plan(cells=sum(len(c) for c in cells_by_cfg.values()), server_configs=configs,
-                estimated_gpu_hours=gpu_hours, estimate_sources=sources)
+                estimated_gpu_hours=gpu_hours, estimate_sources=sources,
+                adaptive=adaptive_plan(matrix, gpu_hours, cell_gpu_hours))
+
+
+def adaptive_plan(matrix: Matrix, gpu_hours: float, cell_gpu_hours: float) -> dict[str, object] | None:
+    """The simulated saving of the matrix's ``[adaptive]`` stopping, as requests and GPU-hours.
+
+    Cell time is linear in requests in these estimates, so GPU-hours at the adaptive mean (and at the
+    fixed count that gives every cell the same target width) rescale the requests-per-cell part.
+    """
+    from runner.adaptive import simulated_saving
+
+    if matrix.adaptive is None:
+        return None
+    saving = simulated_saving(matrix)
+    if "mean_adaptive_requests_per_cell" not in saving:
+        return saving
+    start_hours = gpu_hours - cell_gpu_hours
+    per_request = cell_gpu_hours / matrix.requests_per_cell
+    fixed = start_hours + per_request * float(saving["fixed_requests_per_cell"])
+    adaptive = start_hours + per_request * float(saving["mean_adaptive_requests_per_cell"])
+    return {**saving, "fixed_gpu_hours": round(fixed, 3), "adaptive_gpu_hours": round(adaptive, 3),
+            "gpu_hours_saved": round(fixed - adaptive, 3)}

@@ -3,6 +3,8 @@ concurrency; click a cell for its detail. Numbers come from analysis.winners (DE
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from dashboard import charts, data, drill, export, report, state, widgets
@@ -50,11 +52,12 @@ if not doc["cells"]:
     st.info("No cells match these filters. Widen the filters in the sidebar.")
 shown: list[tuple[str, object]] = []
 for gpu in gpus:
-    chart = charts.winner_heatmap(doc, gpu, families, workloads, f"{label} · concurrency {v['conc']}")
     key = f"{PAGE}.heatmap.{gpu}"
-    st.altair_chart(charts.finish(chart), key=key, on_select=drill.click_handler(PAGE, key))
+    charts.show("winner_heatmap", doc, gpu, families, workloads, f"{label} · concurrency {v['conc']}", key=key,
+                on_select=drill.click_handler(PAGE, key))
     rows = charts.winner_rows({**doc, "cells": [c for c in doc["cells"] if c["gpu"] == gpu]})
-    export.buttons(charts.finish(charts.winner_heatmap(doc, gpu, families, workloads, label, select=False)),
+    export.buttons(partial(charts.build, "winner_heatmap", doc, gpu, families, workloads,
+                           f"{label} · concurrency {v['conc']}", select=False),
                    rows.drop("text_color", "lines"), export.slug(PAGE, v["metric"], gpu, f"c{v['conc']}"), key)
     shown.append((gpu, rows))
 
@@ -63,7 +66,7 @@ if ties:
     with st.expander(f"{len(ties)} tied cell(s): no clear winner at 95 %"):
         for c in ties:
             st.markdown(f"- **{c['gpu']} · {c['family']} · {c['workload']}**: "
-                        + " ≈ ".join(f"{t['method']}·{t['depth']}" for t in c["tied"]))
+                        + " ≈ ".join(charts.cand(t["method"], t["depth"]) for t in c["tied"]))
 
 drill.panel(PAGE, doc, drill_params, v["conc"], v["metric"], f, slo, label)
 
@@ -72,7 +75,8 @@ def _report() -> report.Report:
     return report.Report(
         title=f"spectune — winners by {label}, concurrency {v['conc']}",
         filters=widgets.described(v, params),
-        charts=[(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads, label, select=False))
+        charts=[(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads,
+                                                       f"{label} · concurrency {v['conc']}", select=False))
                 for g in gpus],
         tables=[(f"{g} winners", rows.select("family", "workload", "method", "depth", "value", "gain_vs_none_pct",
                                              "verdict", "tied", "top1", "top2", "top3")) for g, rows in shown],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.traces.timeparse import EXAMPLE, parse_datetime_seconds
+from ingest.traces.timeparse import EXAMPLE, datetime_seconds
 
 MAX_LABEL_CHARS = 256
 MAX_ABS_SECONDS = 1e12  # ~31,700 years: anything bigger is a wrong unit or garbage
@@ -80,8 +80,7 @@ def _datetime_seconds(col: pl.Series, what: str) -> tuple[pl.Series, pl.Series]:
     if col.dtype == pl.String:
         text = col.str.strip_chars()
         missing = text.is_null() | (text == "")
-        frame = parse_datetime_seconds(pl.DataFrame({"t": col}).lazy(), "t", "s").collect()
-        secs = frame.get_column("s")
+        secs = datetime_seconds(col)
         row = _first(~missing & secs.is_null())
         if row is not None:
             raise BadValue(row, f"{what} {_show(col[row])} is not a date-time; expected one like '{EXAMPLE}'")
@@ -102,8 +101,7 @@ def resolve_auto_unit(col: pl.Series) -> str | None:
     sample = col.drop_nulls().head(1)
     if sample.len() == 0:
         return None
-    parsed = parse_datetime_seconds(pl.DataFrame({"t": sample}).lazy(), "t", "s").collect()
-    return "datetime" if parsed.get_column("s")[0] is not None else None
+    return "datetime" if datetime_seconds(sample)[0] is not None else None
 
 
 def check_timestamps(col: pl.Series, what: str, unit: str, *, required: bool) -> pl.Series | None:

@@ -81,10 +81,19 @@ def scan_columns(src: Source, header: CsvHeader, columns: dict[str, int]) -> Raw
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise src.fail(0, f"could not parse as CSV ({first[:120]})") from None
     fields = [c for c in df.columns if c != "_rec"]
-    blank = pl.all_horizontal(
-        [pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "") for c in fields]
-    )
-    df = df.filter(~blank).drop("__first", strict=False)
+    # Blank lines come back as rows of nulls (a whitespace-only line: spaces in the first field).
+    # Test the cheap null pattern first; strip text only on the few candidate rows.
+    first, rest = ("__first" if "__first" in fields else fields[0]), [c for c in fields if c != "__first"]
+    candidates = df.select(pl.all_horizontal([pl.col(c).is_null() for c in rest if c != first] or [pl.lit(True)]))
+    mask = candidates.to_series()
+    if mask.any():
+        blank = mask & df.select(pl.col(first).str.strip_chars().fill_null("") == "").to_series()
+        blank = blank & df.select(pl.all_horizontal([pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "")
+                                                     for c in rest])).to_series()
+        df = df.filter(~blank)
+    # Requests are numbered without the blank lines; "_src" keeps the record number for locating.
+    df = df.drop("__first", strict=False).rename({"_rec": "_src"}).with_row_index("_rec")
+    df = df.with_columns(pl.col("_rec").cast(pl.Int64))
     if df.height == 0:
         raise src.fail(header.line + 1, "no data rows after the header; expected at least one request")
     return RawTable(

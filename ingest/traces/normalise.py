@@ -153,7 +153,8 @@ def normalise(path: Path, raw: RawTable, limits: Limits, workload: str | None = 
               ) -> tuple[pl.DataFrame, dict[str, int], list[str]]:
     """Validated frame in TRACE_SCHEMA, rows dropped per reason, warnings."""
     if raw.frame.height == 0:
-        raise InputError(path, 0, "no requests in the file; expected at least one")
+        detail = "".join(f", {n} {reason.replace('_', ' ')} dropped" for reason, n in raw.dropped.items())
+        raise InputError(path, 0, f"no requests in the file{detail}; expected at least one")
     try:
         cols = _columns(raw, limits, workload)
     except BadValue as exc:

@@ -45,8 +45,10 @@ REASONING_TASKS = [
 VERBS = ["sort", "merge", "parse", "validate", "cache", "stream", "compress", "review", "plan", "grow"]
 NOUNS = ["timestamps", "invoices", "user records", "log lines", "tomatoes", "orders", "graphs", "tickets"]
 LANGS = ["Python", "Rust", "Go", "TypeScript", "C++"]
-FILLER = ("the quick brown fox jumps over the lazy dog while the system keeps every request in order "
-          "and reports what it measured with care").split()
+FILLER = [
+    "the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "while", "the", "system", "keeps",
+    "every", "request", "in", "order", "and", "reports", "what", "it", "measured", "with", "care",
+]
 
 
 def lognormal_int(rng: random.Random, mean: float, sigma: float, lo: int, hi: int) -> int:

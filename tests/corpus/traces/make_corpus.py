@@ -69,7 +69,8 @@ TEXT: dict[str, str | bytes] = {
     "not_parquet.parquet": AZ + ROW1,
     "burstgpt_all_failed.csv": BG + "5,ChatGPT,472,0,472,Conversation log\n45,GPT-4,0,0,0,API log\n",
     "burstgpt_bad_timestamp.csv": BG + "5,ChatGPT,472,18,490,API log\nsoon,ChatGPT,472,18,490,API log\n",
-    "burstgpt_missing_model.csv": "Timestamp,Request tokens,Response tokens,Total tokens,Log Type\n5,472,18,490,API log\n",
+    "burstgpt_missing_model.csv": "Timestamp,Request tokens,Response tokens,Total tokens,Log Type\n"
+    "5,472,18,490,API log\n",
     "generic_accepted_gt_drafted.csv": "input_tokens,output_tokens,drafted_tokens,accepted_tokens\n"
     "10,20,30,12\n10,20,30,31\n",
     "generic_mapping_missing_column.csv": "prompt_tok,completion_tok\n10,20\n",

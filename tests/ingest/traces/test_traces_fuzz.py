@@ -21,7 +21,7 @@ HEADERS = [
     "input_tokens,output_tokens,timestamp_s,tenant,workload,prompt,drafted_tokens,accepted_tokens",
     "prompt,output_tokens",
 ]
-CSV_PIECES = st.sampled_from(list('0123456789,,,,"\n\r .-+eEnaNifT:Z\t\x00é你') + ["2023-11-16 18:15:46.1", "GPT-4"])
+CSV_PIECES = st.sampled_from([*'0123456789,,,,"\n\r .-+eEnaNifT:Z\t\x00é你', "2023-11-16 18:15:46.1", "GPT-4"])
 CSV_BODIES = st.lists(CSV_PIECES, max_size=200).map("".join)
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=8),

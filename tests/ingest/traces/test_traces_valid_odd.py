@@ -96,6 +96,15 @@ def test_errors_after_quoted_multiline_fields_name_the_physical_line(tmp_path: P
     assert good.frame.get_column("prompt").to_list() == ['line one\nline two, with "quotes"', "x", "y"]
 
 
+def test_request_index_skips_blank_lines(tmp_path: Path) -> None:
+    path = write(tmp_path, "b.csv", "input_tokens,output_tokens\n1,2\n\n3,4\n\n\n5,x\n")
+    with pytest.raises(InputError) as info:
+        read_trace(path)
+    assert info.value.line == 7
+    tf = read_trace(write(tmp_path, "c.csv", "input_tokens,output_tokens\n1,2\n\n3,4\n"))
+    assert tf.frame.get_column("request_index").to_list() == [0, 1]
+
+
 def test_missing_optional_fields_and_workload_fill(tmp_path: Path) -> None:
     data = ("input_tokens,output_tokens,workload,tenant,drafted_tokens,accepted_tokens\n"
             "10,5,Code,acme,9,6\n11,6,,,,\n12,7,chat,globex,,\n")
@@ -195,4 +204,5 @@ def test_specbench_unknown_and_missing_category(tmp_path: Path) -> None:
     tf = read_trace(write(tmp_path, "q.jsonl", data))
     assert tf.frame.get_column("workload").to_list() == ["code", "code", None]
     assert tf.dropped == {"empty_turns": 1}
-    assert tf.summary()["workload_mix"] == {"code": pytest.approx(2 / 3, abs=1e-6), "unknown": pytest.approx(1 / 3, abs=1e-6)}
+    mix = tf.summary()["workload_mix"]
+    assert mix == {"code": pytest.approx(2 / 3, abs=1e-6), "unknown": pytest.approx(1 / 3, abs=1e-6)}

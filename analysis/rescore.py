@@ -1,0 +1,252 @@
+"""Re-scoring a traffic trace: which (method, depth) wins per shard, the tax of today's default, what to deploy.
+
+Owns the orchestration and the JSON document (DESIGN's ``analysis rescore`` contract). Pure: it reads
+the store, writes nothing, and takes a trace frame or pre-built buckets. For each family × GPU in the
+store (or the chosen ones) and each shard of the trace (analysis.rescore_trace): every candidate
+(method, depth) in the store plus the user's default is scored (analysis.rescore_score), filling
+unmeasured cells with the acceptance/cost model (analysis.rescore_fill) and, when the trace carries
+counters, re-scoring under production acceptance (analysis.rescore_drift). The winner rule is
+analysis.winners.decide on the derived bootstrap replicates, so a shard whose top candidates overlap is
+a tie. Trace workloads the store lacks are scored as the equal mix of the store's workloads (``blend``);
+published ``math`` maps to ``reasoning`` as in calibration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from analysis import calibration, rescore_drift, rescore_fill
+from analysis.metrics import get_metric
+from analysis.rescore_config import Choice, needs_draft_model, speculative_config, vllm_args
+from analysis.rescore_matrix import CellSamples, Matrix, load_matrices
+from analysis.rescore_score import Prediction, ShardInput, collapse, score
+from analysis.rescore_trace import TraceBuckets, bucketize
+from analysis.winners import decide, interval
+from ingest.errors import UsageError
+
+METRICS = ("output_throughput", "p99_e2e_ms", "goodput")
+DEFAULT_CHOICE = Choice("mtp", 3)
+DEFAULT_SLO = (2000.0, 50.0)
+
+
+@dataclass(frozen=True, slots=True)
+class RescoreOptions:
+    families: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = ()
+    default: Choice = DEFAULT_CHOICE
+    metric: str = "output_throughput"
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    shard_by: str = "auto"
+    replicas: float = 1.0  # servers the whole trace is spread over; a shard gets its share of them
+    concurrency: float | None = None  # fixed load per server (overrides the arrival rate)
+    acceptance: str = "auto"  # auto (observed counters when present) | benchmark
+    observed: Choice | None = None  # config that produced the trace's counters (default: ``default``)
+    draft_models: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def slo(self) -> tuple[float, float] | None:
+        if self.slo_ttft_ms is None and self.slo_tpot_ms is None:
+            return DEFAULT_SLO if self.metric == "goodput" else None
+        return (self.slo_ttft_ms if self.slo_ttft_ms is not None else float("inf"),
+                self.slo_tpot_ms if self.slo_tpot_ms is not None else float("inf"))
+
+
+def _num(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), nd)
+
+
+def workload_mapping(trace_workloads: list[str], store: list[str]) -> tuple[dict[str, dict[int, float]], dict]:
+    """trace workload → {store workload index: weight}, and how each was scored (for the report)."""
+    mapping, scored_as = {}, {}
+    for tw in trace_workloads:
+        target = tw if tw in store else calibration.WORKLOAD_MAP.get(tw)
+        if target in store:
+            mapping[tw], scored_as[tw] = {store.index(target): 1.0}, target
+        else:
+            mapping[tw], scored_as[tw] = {i: 1.0 / len(store) for i in range(len(store))}, "blend"
+    return mapping, scored_as
+
+
+def _shard_input(b: TraceBuckets, shard: str, mapping: dict[str, dict[int, float]], m: Matrix,
+                 store: list[str], opts: RescoreOptions) -> ShardInput | None:
+    rows = b.shard_rows(shard)
+    pairs = [{"workload": tw, "wi": wi, "weight": wt} for tw, d in mapping.items() for wi, wt in d.items()]
+    split = pl.DataFrame(pairs, schema={"workload": pl.String, "wi": pl.Int64, "weight": pl.Float64})
+    ex = rows.join(split, on="workload", how="inner")
+    needed = sorted(set(ex["wi"].to_list()))
+    grid = [c for c in m.concurrencies if all(any(k[2] == store[w] and k[3] == c for k in m.cells) for w in needed)]
+    if not grid:
+        return None
+    n_t = np.bincount(rows["t"].to_numpy(), weights=rows["n"].to_numpy().astype(float), minlength=b.bucket_len.size)
+    rate, fixed = None, opts.concurrency
+    if fixed is None and b.has_time:
+        servers = max(opts.replicas * rows["n"].sum() / b.requests, 1e-9)
+        rate = n_t / b.bucket_len / servers
+    elif fixed is None:
+        fixed = float(grid[len(grid) // 2])
+    wt = ex["weight"].to_numpy()
+    return ShardInput(t=ex["t"].to_numpy().astype(int), wi=ex["wi"].to_numpy().astype(int),
+                      lb=ex["lb"].to_numpy().astype(int), n=ex["n"].to_numpy() * wt,
+                      out=ex["out_sum"].to_numpy() * wt, inp=ex["in_sum"].to_numpy() * wt,
+                      n_t=n_t, rate=rate, fixed_c=fixed, grid=grid)
+
+
+def _candidate_cells(m: Matrix, choice: Choice, si: ShardInput, store: list[str], factors: dict[str, float]
+                     ) -> list[list[CellSamples | None]] | None:
+    """cells[w][g] for the workloads the shard needs (None elsewhere); None when one cannot be filled."""
+    needed = set(si.wi.tolist())
+    cells: list[list[CellSamples | None]] = []
+    for w, wl in enumerate(store):
+        per_g: list[CellSamples | None] = []
+        for c in si.grid:
+            cell = rescore_fill.fill(m, choice.method, choice.depth, wl, c) if w in needed else None
+            if cell is None and w in needed:
+                return None
+            if cell is not None and wl in factors:
+                cell = rescore_fill.adjust_acceptance(cell, m.family, factors[wl])
+            per_g.append(cell)
+        cells.append(per_g)
+    return cells
+
+
+def _expected(p: Prediction) -> dict:
+    out = {"output_throughput": _num(p.output_throughput), "p99_e2e_ms": _num(p.p99_e2e_ms)}
+    if p.goodput is not None:
+        out["goodput"] = _num(p.goodput, 6)
+    return out
+
+
+def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[str], opts: RescoreOptions,
+                 factors: dict[str, float]) -> tuple[list[Choice], list[Prediction], list[str], str | None]:
+    """Score every candidate at the operating point of the reference config (the default, else none)."""
+    dep = rescore_fill.deployment(m.family, m.gpu)
+    cells = {ch: _candidate_cells(m, ch, si, store, factors) for ch in choices}
+    ref = next((ch for ch in (opts.default, Choice("none", 0), *choices) if cells.get(ch) is not None), None)
+    if ref is None:
+        return [], [], [ch.label for ch in choices], None
+    kw = {"workloads": store, "dep": dep, "slo": opts.slo, "n_rep": m.replicates}
+    si, load = collapse(si, score(cells[ref], si, method=ref.method, depth=ref.depth, **kw).load)
+    scored, preds, unscored = [], [], []
+    for ch in choices:
+        if cells[ch] is None:
+            unscored.append(ch.label)
+            continue
+        preds.append(score(cells[ch], si, method=ch.method, depth=ch.depth, load=load, **kw))
+        scored.append(ch)
+    return scored, preds, unscored, ref.label
+
+
+def _gain(metric, a: float, b: float) -> float:
+    return ((a / b) if metric.higher_is_better else (b / a)) * 100 - 100
+
+
+def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame | TraceBuckets,
+            opts: RescoreOptions | None = None, meta: dict | None = None) -> dict:
+    """The re-scoring JSON document (see module docstring and docs/rescoring.md)."""
+    opts = opts or RescoreOptions()
+    metric = get_metric(opts.metric)
+    if metric.name not in METRICS:
+        raise UsageError(f"--metric must be one of {', '.join(METRICS)} for re-scoring")
+    b = trace if isinstance(trace, TraceBuckets) else bucketize(trace, opts.shard_by)
+    matrices = load_matrices(con, opts.families, opts.gpus)
+    if not matrices:
+        raise UsageError("no measured cells for "
+                         f"family={','.join(opts.families) or 'any'} gpu={','.join(opts.gpus) or 'any'} in the store")
+    trace_wls = sorted(set(b.rows["workload"].to_list()))
+    recs, cand_rows, taxes, drifts, warnings, scored_as_all = [], [], [], [], [], {}
+    observed = opts.observed or opts.default
+    for (family, gpu), m in sorted(matrices.items()):
+        store = m.workloads
+        mapping, scored_as = workload_mapping(trace_wls, store)
+        scored_as_all.update(scored_as)
+        drift = rescore_drift.compute(b.counters, m, observed, mapping, store)
+        factors = drift.factors if drift is not None and opts.acceptance != "benchmark" else {}
+        if drift is not None:
+            drifts += [{"family": family, "gpu": gpu, **r} for r in drift.rows]
+            warnings += [w for w in drift.warnings if w not in warnings]
+        choices = sorted({Choice(mm, d) for mm, d in m.choices()} | {opts.default})
+        st_default = st_best = 0.0
+        for shard in b.shards:
+            si = _shard_input(b, shard, mapping, m, store, opts)
+            if si is None:
+                warnings.append(f"{family}/{gpu}: shard {shard!r} has no measured load level for its workloads")
+                continue
+            scored, preds, unscored, ref = _score_shard(m, si, choices, store, opts, factors)
+            if not preds:
+                continue
+            rec, rows = _decide(family, gpu, shard, scored, preds, unscored, metric, opts, si, b, scored_as)
+            rec["load"]["reference"] = ref
+            recs.append(rec)
+            cand_rows += rows
+            if opts.default in scored:
+                st_default += preds[scored.index(opts.default)].server_s
+                st_best += preds[scored.index(Choice(rec["method"], rec["depth"]))].server_s
+        if st_best > 0 and st_default > 0:
+            taxes.append({"family": family, "gpu": gpu, "output_throughput_gain_pct": _num(
+                (st_default / st_best - 1) * 100, 2)})
+    backends = sorted({be for m in matrices.values() for be in m.backends})
+    summary = b.summary()
+    return {
+        "trace": {**(meta or {}), **summary, "workload_scored_as": scored_as_all},
+        "default": {"method": opts.default.method, "depth": opts.default.depth},
+        "metric": metric.name, "higher_is_better": metric.higher_is_better,
+        "slo": {"ttft_ms": opts.slo[0], "tpot_ms": opts.slo[1]} if opts.slo else None,
+        "load": {"source": "given" if opts.concurrency is not None else
+                 ("arrival_rate" if b.has_time else "assumed"), "replicas": opts.replicas,
+                 "concurrency": opts.concurrency},
+        "recommendations": recs, "candidates": cand_rows, "tax": taxes,
+        "acceptance": {"source": "observed counters" if any(d for d in drifts) and opts.acceptance != "benchmark"
+                       else "benchmark", "observed_config": observed.label if drifts else None, "drift": drifts},
+        "backends": backends, "simulated": "sim" in backends, "warnings": warnings,
+    }
+
+
+def _decide(family, gpu, shard, scored, preds, unscored, metric, opts, si, b, scored_as) -> tuple[dict, list[dict]]:
+    values = np.array([getattr(p, metric.name) if p is not None else np.nan for p in preds], dtype=float)
+    values = np.where(values == None, np.nan, values)  # noqa: E711 (goodput may be None)
+    reps = np.stack([p.reps.get(metric.name, np.full(0, np.nan)) for p in preds]) if preds[0].reps else np.zeros((0, 0))
+    d = decide(values, reps, metric)
+    w = d.order[0]
+    win, wp = scored[w], preds[w]
+    di = scored.index(opts.default) if opts.default in scored else None
+    gain = gain_ci = None
+    if di is not None and np.isfinite(values[di]) and values[di]:
+        gain = _gain(metric, values[w], values[di])
+        if reps.size:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = reps[w] / reps[di] if metric.higher_is_better else reps[di] / reps[w]
+            gain_ci = [_num(x * 100 - 100, 2) for x in interval(ratio * 1.0)]
+    ru = d.order[1] if len(d.order) > 1 else None
+    config = speculative_config(win, opts.draft_models)
+    shard_wls = sorted({tw for tw in b.shard_rows(shard)["workload"].unique().to_list()})
+    rec = {
+        "family": family, "gpu": gpu, "shard": shard, "requests": int(si.n_t.sum() + 0.5),
+        "method": win.method, "depth": win.depth, "gain_vs_default_pct": _num(gain, 2), "gain_ci_pct": gain_ci,
+        "expected": _expected(wp),
+        "default_expected": _expected(preds[di]) if di is not None else None,
+        "speculative_config": config, "vllm_args": vllm_args(config),
+        "needs_draft_model": needs_draft_model(win, opts.draft_models),
+        "clear": d.clear, "tied": [] if d.clear else [{"method": scored[j].method, "depth": scored[j].depth,
+                                                          "value": _num(values[j])} for j in d.tied],
+        "keep_default": di is not None and di in d.tied,
+        "runner_up": {"method": scored[ru].method, "depth": scored[ru].depth, "value": _num(values[ru])}
+        if ru is not None else None,
+        "load": {"mean_concurrency": _num(wp.mean_concurrency, 2), "saturated_share": _num(wp.saturated_share),
+                 "grid": si.grid},
+        "scored_as": {tw: scored_as.get(tw) for tw in shard_wls}, "provenance": wp.provenance,
+        "unscored": unscored,
+    }
+    rows = []
+    for j, (ch, p) in enumerate(zip(scored, preds, strict=True)):
+        lo, hi = d.intervals[j]
+        rows.append({"family": family, "gpu": gpu, "shard": shard, "method": ch.method, "depth": ch.depth,
+                     **_expected(p), "value": _num(values[j]), "ci_low": _num(lo), "ci_high": _num(hi),
+                     "mean_concurrency": _num(p.mean_concurrency, 2),
+                     "measured_share": _num(p.provenance.get("measured", 0.0)),
+                     "is_default": ch == opts.default, "is_winner": j == w, "tied": j in d.tied})
+    return rec, rows

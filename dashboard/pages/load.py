@@ -1,0 +1,61 @@
+"""Load: speedup over ``none`` against concurrency per method — where speculation stops paying."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import polars as pl
+import streamlit as st
+
+from dashboard import charts, data, export, report, widgets
+
+PAGE = "load"
+
+dims = data.dimension_values(data.db_path(), data.stamp())
+params = [
+    widgets.p_metric([m for m in widgets.METRICS if m not in ("acceptance_rate", "acceptance_length")]),
+    widgets.p_one("gpu", "GPU", dims["gpu"]),
+    widgets.p_many("fam", "Model families", dims["family"]),
+    widgets.p_many("wl", "Workloads", dims["workload"]),
+    widgets.p_many("meth", "Methods", [m for m in dims["method"] if m != "none"]),
+    widgets.p_depth(dims["depth"]),
+    widgets.p_bool("alldepths", "Every depth (not only each method's best)"),
+    *widgets.p_slo(),
+]
+
+st.title("Load")
+st.caption("Speedup over `none` at the same GPU, family, workload and concurrency (> 1 = speculation pays), "
+           "with 95 % bootstrap bands. Below the dotted line at 1, speculation costs more than it gives.")
+v = widgets.setup(PAGE, params, sidebar=[p.key for p in params if not p.key.startswith("slo")])
+if v["metric"] == "goodput":
+    for p in params:
+        if p.key.startswith("slo"):
+            widgets.render(PAGE, p)
+f = widgets.filters(v, gpus=[v["gpu"]])
+slo = widgets.slo(v)
+s = data.speedups(data.db_path(), data.stamp(), f, v["metric"], not v["alldepths"], slo)
+widgets.banner(widgets.any_simulated(s))
+label = widgets.metric_label(v["metric"])
+name = export.slug(PAGE, v["metric"], v["gpu"])
+if s.height == 0:
+    st.info("No cells (with a `none` baseline) match these filters.")
+else:
+    charts.show("speedup", s, key=f"{PAGE}.speedup")
+    export.buttons(partial(charts.build, "speedup", s), s, name, f"{PAGE}.speedup")
+    st.subheader("Where speculation stops paying")
+    be = data.break_even(s).with_columns(pl.col("stops_paying_at").cast(pl.String).fill_null("never (in range)"))
+    st.dataframe(be, hide_index=True)
+    export.buttons(None, be, name + "_break-even", f"{PAGE}.breakeven")
+
+
+def _report() -> report.Report:
+    return report.Report(title=f"spectune — speedup vs load on {v['gpu']}", filters=widgets.described(v, params),
+                         charts=[("Speedup vs concurrency", charts.speedup_chart(s))],
+                         tables=[("Break-even", data.break_even(s))],
+                         provenance=data.runs(data.db_path(), data.stamp()), simulated=widgets.any_simulated(s))
+
+
+st.divider()
+if s.height:
+    report.button(_report, name, PAGE)
+widgets.finish(PAGE, params)

@@ -1,0 +1,72 @@
+"""Which result format a path holds: folder/Parquet magic, then the first JSON record's keys, then a CSV header.
+
+Order: a folder (or a table file inside one) with ``cells.parquet`` → ``spectune_parquet``; a JSON object
+with vLLM's ``duration, completed, output_throughput`` → ``vllm_bench``; ``question_id`` + ``choices`` →
+``specbench``; ``batch_size, steps, acc_length, step_time`` → ``sglang_spec``; a CSV header with
+``source_url, metric, value`` → ``published_csv``. Anything else is an error on line 1 saying what was
+found and what was expected.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from ingest.errors import InputError
+from ingest.results import published, sglang_spec, specbench, spectune_parquet, vllm_bench
+from ingest.results.source import check_size, json_docs, read_text
+
+EXPECTED = ("expected vllm bench serve JSON, Spec-Bench output JSONL, SGLang bench_speculative JSONL, "
+            "a published-results CSV or a spectune export folder")
+HEAD_BYTES = 1 << 16
+
+
+def _first_object(path: Path) -> object:
+    with open(path, "rb") as fh:
+        first = fh.readline(HEAD_BYTES)
+    try:  # JSON Lines and single-line JSON: the first line is a whole record
+        return json.loads(first.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        docs = json_docs(read_text(path), path)  # pretty-printed JSON (or an error with its line)
+        return docs[0].value if docs else None
+
+
+def detect(path: Path) -> str:
+    if path.is_dir():
+        if spectune_parquet.folder_of(path):
+            return spectune_parquet.FORMAT
+        raise InputError(path, 0, f"a folder without cells.parquet; {EXPECTED}")
+    check_size(path)
+    with open(path, "rb") as fh:
+        head = fh.read(HEAD_BYTES)
+    if head[:4] == spectune_parquet.MAGIC:
+        if path.stem in spectune_parquet.TABLES and spectune_parquet.folder_of(path):
+            return spectune_parquet.FORMAT
+        raise InputError(path, 0, f"a Parquet file outside a spectune export folder; {EXPECTED}")
+    text = read_text(path) if len(head) < HEAD_BYTES else None  # small files: full checks (binary, UTF-8)
+    if text is None:
+        text = head.decode("utf-8-sig", errors="replace")
+        if "\x00" in text:
+            raise InputError(path, text.count("\n", 0, text.index("\x00")) + 1, f"binary data (NUL byte); {EXPECTED}")
+    stripped = text.lstrip()
+    first_line = text.count("\n", 0, len(text) - len(stripped)) + 1
+    if stripped.startswith("{"):
+        obj = _first_object(path)
+        for module in (vllm_bench, specbench, sglang_spec):
+            if module.looks_like(obj):
+                return module.FORMAT
+        keys = ", ".join(repr(k) for k in list(obj)[:10]) if isinstance(obj, dict) else type(obj).__name__
+        raise InputError(path, first_line, f"unrecognised JSON keys {keys}; {EXPECTED}")
+    if stripped.startswith("["):
+        raise InputError(path, first_line, f"a JSON list; {EXPECTED}")
+    header_line = stripped.splitlines()[0] if stripped else ""
+    try:
+        header = next(csv.reader(io.StringIO(header_line)))
+    except (csv.Error, StopIteration):
+        header = []
+    if published.looks_like_header(header):
+        return published.FORMAT
+    shown = header_line[:80]
+    raise InputError(path, first_line, f"unrecognised content starting {shown!r}; {EXPECTED}")

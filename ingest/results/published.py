@@ -1,0 +1,198 @@
+"""Reader for the published-results CSV (the shape of data/published_results.csv): one row per published number.
+
+Columns: ``source_url, source_title, published, engine, gpu, gpu_count, model, model_family, moe, method,
+depth, workload, dataset, concurrency, temperature, metric, value, unit, notes`` (``source_url, method,
+model, model_family, workload, metric, value`` required). A published measurement is not a cell, so:
+
+* every row lands in the ``published`` table with its source columns intact (plus the CSV line);
+* rows whose metric has a ``cells`` column also land in a cell of the import run (backend ``import``),
+  with the metric in that column and ``published.cell_id``/``cell_column`` pointing at it:
+  ``acceptance_length`` → acceptance_length; ``acceptance_rate`` (unit fraction) → acceptance_rate;
+  ``output_throughput_tok_s`` → output_throughput (tok/s) or output_throughput_per_gpu (tok/s/GPU, tok/s
+  per rank); ``tpot_ms`` → mean_tpot_ms. Speedups, ITL, per-user and cumulative per-position rates stay
+  in ``published`` only (no column means the same thing).
+* cell dimensions: method, family (model_family), model, workload, gpu (empty → unknown) as given; depth
+  must be one whole number (``none`` → 0), concurrency one whole number or empty (→ 0 = not stated);
+  rows with ranges ("3-8", "2 per rank") stay in ``published`` only;
+* rows of one cell that report the same metric twice (e.g. HumanEval and MBPP both "code") are told apart
+  by qualifying the workload with the dataset (``code [HumanEval]``), then with the temperature; rows still
+  colliding stay in ``published`` only. The report counts each reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ingest import schema
+from ingest.errors import InputError, UsageError
+from ingest.records import CellKey
+from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
+from ingest.results.source import read_text, sha256_file
+
+FORMAT = "published_csv"
+COLUMNS = ("source_url", "source_title", "published", "engine", "gpu", "gpu_count", "model", "model_family", "moe",
+           "method", "depth", "workload", "dataset", "concurrency", "temperature", "metric", "value", "unit", "notes")
+REQUIRED = ("source_url", "method", "model", "model_family", "workload", "metric", "value")
+PER_GPU_UNITS = frozenset({"tok/s/gpu", "tok/s per rank", "tok/s per gpu"})
+
+
+def looks_like_header(names: list[str]) -> bool:
+    return {"source_url", "metric", "value"} <= {n.strip() for n in names}
+
+
+def cell_column(metric: str, unit: str) -> str | None:
+    unit = unit.strip().lower()
+    if metric == "acceptance_length":
+        return "acceptance_length"
+    if metric == "acceptance_rate" and unit in ("fraction", ""):
+        return "acceptance_rate"
+    if metric == "output_throughput_tok_s":
+        return "output_throughput_per_gpu" if unit in PER_GPU_UNITS else "output_throughput" if unit == "tok/s" else None
+    if metric == "tpot_ms" and unit in ("ms", ""):
+        return "mean_tpot_ms"
+    return None
+
+
+def _whole(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+def _rows(path: Path, text: str) -> list[dict[str, Any]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except (StopIteration, csv.Error) as exc:
+        raise InputError(path, 1, f"unreadable CSV header: {exc}") from None
+    names = [h.strip() for h in header]
+    dup = [n for n, c in Counter(names).items() if c > 1]
+    if dup:
+        raise InputError(path, 1, f"duplicate header {dup[0]!r}")
+    missing = [c for c in REQUIRED if c not in names]
+    if missing:
+        raise InputError(path, 1, f"missing columns {', '.join(missing)}; expected the published-results header "
+                         f"({', '.join(COLUMNS)})")
+    out = []
+    while True:
+        try:
+            raw = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise InputError(path, reader.line_num, f"malformed CSV: {exc}") from None
+        line = reader.line_num
+        if not any(v.strip() for v in raw):
+            continue
+        if len(raw) != len(names):
+            raise InputError(path, line, f"{len(raw)} fields, expected {len(names)} (as in the header)")
+        row = {n: v.strip() for n, v in zip(names, raw, strict=True)}
+        for col in ("source_url", "method", "metric"):
+            if not row[col]:
+                raise InputError(path, line, f"empty {col!r}")
+        try:
+            value = float(row["value"])
+        except ValueError:
+            raise InputError(path, line, f"value {row['value']!r} is not a number") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InputError(path, line, f"value {row['value']!r} is not a finite number")
+        row["value"] = value
+        for col, kind in (("gpu_count", int), ("temperature", float)):
+            text_value = row.get(col, "")
+            try:
+                row[col] = kind(text_value) if text_value else None
+            except ValueError:
+                raise InputError(path, line, f"{col} {text_value!r} is not a number") from None
+        moe = row.get("moe", "").lower()
+        if moe not in ("", "true", "false"):
+            raise InputError(path, line, f"moe {row['moe']!r}; expected true or false")
+        row["moe"] = None if not moe else moe == "true"
+        row["line"] = line
+        out.append(row)
+    if not out:
+        raise InputError(path, 0, "no measurements below the header")
+    return out
+
+
+def _assign(rows: list[dict[str, Any]]) -> Counter:
+    """Set each row's cell key (or the reason it has none); returns reason counts."""
+    reasons: Counter = Counter()
+    for r in rows:
+        r["_col"] = cell_column(r["metric"], r.get("unit", ""))
+        depth = 0 if r["method"] == "none" else _whole(r.get("depth", ""))
+        conc_text = r.get("concurrency", "")
+        conc = 0 if not conc_text else _whole(conc_text)
+        why = ("metric has no cells column" if r["_col"] is None else "depth is not one number" if depth is None
+               else "concurrency is not one number" if conc is None else None)
+        r["_why"] = why
+        if why:
+            reasons[why] += 1
+            continue
+        r["_dims"] = [r["method"], depth, r["model_family"] or "unknown", r["model"] or "unknown", r["workload"],
+                      r.get("gpu") or "unknown", conc]
+    for level in (1, 2):
+        groups: dict[tuple, list[dict]] = defaultdict(list)
+        for r in rows:
+            if not r["_why"]:
+                groups[(*r["_dims"], r["_col"])].append(r)
+        clashing = {tuple(g[0]["_dims"]) for g in groups.values() if len(g) > 1}
+        if not clashing:
+            break
+        for r in rows:
+            if not r["_why"] and tuple(r["_dims"]) in clashing:
+                extra = (r.get("dataset") or "?") if level == 1 else f"T={r.get('temperature')}"
+                base = r["_dims"][4]
+                r["_dims"][4] = f"{base[:-1]}, {extra}]" if level == 2 else f"{base} [{extra}]"
+    groups = defaultdict(list)
+    for r in rows:
+        if not r["_why"]:
+            groups[(*r["_dims"], r["_col"])].append(r)
+    for g in groups.values():
+        if len(g) > 1:
+            for r in g:
+                r["_why"] = "several values for the same cell and metric"
+                reasons[r["_why"]] += 1
+    return reasons
+
+
+def _table(rows: list[dict[str, Any]], run_id: str) -> pl.DataFrame:
+    """The ``published`` rows: source columns as read (empty text → null), plus where each landed."""
+    types = {"value": pl.Float64, "temperature": pl.Float64, "line": pl.Int64, "gpu_count": pl.Int64,
+             "moe": pl.Boolean}
+    names = schema.column_names(schema.published)
+    data = {c: [run_id] * len(rows) if c == "run_id" else [(r.get(c) or None) if isinstance(r.get(c), str)
+                                                            else r.get(c) for r in rows] for c in names}
+    return pl.DataFrame(data, schema={c: types.get(c, pl.String) for c in names})
+
+
+def read(path: Path, opts: ReadOptions) -> ParsedFile:
+    text = read_text(path)
+    rows = _rows(path, text)
+    if opts.overrides:
+        raise UsageError("--set does not apply to the published-results CSV (each row names its dimensions)")
+    reasons = _assign(rows)
+    file_hash = sha256_file(path)
+    run = import_run(path, FORMAT, file_hash, notes=f"published results: {len({r['source_url'] for r in rows})} "
+                     f"sources, {len(rows)} measurements")
+    cells: dict[str, ParsedCell] = {}
+    for r in rows:
+        if r["_why"]:
+            continue
+        key = CellKey(*r["_dims"])
+        cell = cells.get(key.cell_id)
+        if cell is None:
+            cell = cells[key.cell_id] = ParsedCell(key=key, requests=pl.DataFrame(), window_s=None,
+                                                   gpu_count=r["gpu_count"] or 0)
+        cell.headline[r["_col"]] = r["value"]
+        r["cell_id"], r["cell_column"] = key.cell_id, r["_col"]
+    table = _table(rows, run.run_id)
+    parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=run, cells=list(cells.values()),
+                        extra={"published": table})
+    parsed.summary = {"measurements": len(rows), "in_cells": sum(1 for r in rows if not r["_why"]),
+                      "not_in_cells": dict(reasons), "sources": len({r["source_url"] for r in rows})}
+    return parsed

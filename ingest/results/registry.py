@@ -1,0 +1,68 @@
+"""The result-format registry (selected by ``kind``) and :func:`read_files`, which parses a whole invocation.
+
+``FORMATS`` maps a kind (what ``--format`` takes) to its reader; ``auto`` detects it
+(:mod:`ingest.results.detect`). :func:`read_files` parses every file first — plus the Spec-Bench
+``--baseline`` file, imported as the ``none`` method — and raises on the first bad one, so nothing is
+written unless all of them are good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ingest.errors import InputError, UsageError
+from ingest.results import published, sglang_spec, specbench, spectune_parquet, vllm_bench
+from ingest.results.detect import detect
+from ingest.results.model import ParsedFile, ReadOptions
+
+Reader = Callable[[Path, ReadOptions], ParsedFile]
+
+
+@dataclass(frozen=True, slots=True)
+class ResultFormat:
+    name: str
+    reader: Reader
+    description: str
+
+
+FORMATS: dict[str, ResultFormat] = {f.name: f for f in (
+    ResultFormat(vllm_bench.FORMAT, vllm_bench.read, "vllm bench serve --save-result JSON (current and legacy)"),
+    ResultFormat(specbench.FORMAT, specbench.read, "Spec-Bench output JSONL (evaluation/inference_*.py)"),
+    ResultFormat(sglang_spec.FORMAT, sglang_spec.read, "SGLang scripts/playground/bench_speculative.py JSONL"),
+    ResultFormat(spectune_parquet.FORMAT, spectune_parquet.read, "spectune export folder / host shard (Parquet)"),
+    ResultFormat(published.FORMAT, published.read, "published-results CSV (data/published_results.csv shape)"),
+)}
+FORMAT_CHOICES: tuple[str, ...] = ("auto", *FORMATS)
+
+
+def read_file(path: Path, kind: str = "auto", opts: ReadOptions | None = None) -> ParsedFile:
+    opts = opts or ReadOptions()
+    if kind not in FORMAT_CHOICES:
+        raise UsageError(f"unknown format {kind!r} (expected one of {', '.join(FORMAT_CHOICES)})")
+    name = detect(path) if kind == "auto" else kind
+    parsed = FORMATS[name].reader(path, opts)
+    seen: dict[str, str] = {}
+    for cell in parsed.cells:
+        k = cell.key
+        if k.cell_id in seen:
+            raise InputError(path, 0, f"two results map to the same cell ({k.method}:{k.depth} {k.family} "
+                             f"{k.workload} {k.gpu} c={k.concurrency}); check --set")
+        seen[k.cell_id] = k.method
+    return parsed
+
+
+def read_files(paths: list[Path], kind: str = "auto", opts: ReadOptions | None = None) -> list[ParsedFile]:
+    """Parse every file (and the baseline); the first bad one raises and nothing has been written."""
+    opts = opts or ReadOptions()
+    out = [read_file(p, kind, opts) for p in paths]
+    if opts.baseline is not None:
+        if not any(p.format == specbench.FORMAT for p in out):
+            raise UsageError("--baseline applies to Spec-Bench output files only")
+        if detect(opts.baseline) != specbench.FORMAT:
+            raise InputError(opts.baseline, 0, "the baseline must be a Spec-Bench output JSONL (a vanilla run)")
+        base_opts = replace(opts, baseline=None,
+                            overrides={**opts.overrides, "method": "none", "depth": "0"})
+        out.append(read_file(opts.baseline, specbench.FORMAT, base_opts))
+    return out

@@ -1,0 +1,43 @@
+"""GPU comparison: ratios of each method's best depth, winner changes without claims from ties, per watt."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis import costmodel, frames, gpu_compare
+from ingest import store
+
+
+def test_ratio_is_best_b_over_best_a(default_db):
+    f = frames.Filters(concurrency=(16,), families=("Qwen",))
+    with store.session(default_db, read_only=True) as con:
+        r = gpu_compare.ratios(con, f, "MI300X", "MI355X")
+        cells = frames.cells(con, frames.Filters(concurrency=(16,), families=("Qwen",)))
+    assert r.height > 0
+    row = r.row(0, named=True)
+    pick = cells.filter((pl.col("workload") == row["workload"]) & (pl.col("method") == row["method"]))
+    best_a = pick.filter(pl.col("gpu") == "MI300X")["output_throughput"].max()
+    best_b = pick.filter(pl.col("gpu") == "MI355X")["output_throughput"].max()
+    assert abs(row["ratio"] - best_b / best_a) < 1e-9
+
+
+def _doc(cells: list[tuple[str, int, bool, list[tuple[str, int]]]]) -> dict:
+    return {"cells": [{"family": "F", "workload": f"w{i}", "concurrency": 1,
+                       "winner": {"method": m, "depth": d}, "clear": clear,
+                       "tied": [{"method": tm, "depth": td} for tm, td in tied]}
+                      for i, (m, d, clear, tied) in enumerate(cells)]}
+
+
+def test_winner_change_verdicts():
+    a = _doc([("mtp", 3, True, []), ("mtp", 3, True, []), ("mtp", 3, False, [("mtp", 3), ("eagle3", 2)])])
+    b = _doc([("mtp", 3, True, []), ("eagle3", 2, True, []), ("eagle3", 2, True, [])])
+    out = gpu_compare.winner_changes(a, b)
+    assert out["verdict"].to_list() == ["same", "changes", "not clear"]
+
+
+def test_efficiency_divides_by_board_power(default_db):
+    with store.session(default_db, read_only=True) as con:
+        e = gpu_compare.efficiency(con, frames.Filters(concurrency=(1,)))
+    power = {g: s.power_w for g, s in costmodel.gpu_specs().items()}
+    for row in e.head(20).iter_rows(named=True):
+        assert abs(row["tok_s_per_watt"] - row["output_throughput_per_gpu"] / power[row["gpu"]]) < 1e-9
