@@ -24,9 +24,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _open(args: argparse.Namespace):
+    """Analysis only reads: an explicit --db must exist (the default store is built on first use)."""
     from ingest import store
 
-    return store.connect(args.db, read_only=args.db is not None and Path(args.db).exists())
+    if args.db is not None and not Path(args.db).exists():
+        raise UsageError(f"{args.db}: no such store")
+    if args.db is None and store.default_db_path().exists():
+        return store.connect(None, read_only=True)
+    return store.connect(args.db, read_only=args.db is not None)
 
 
 def _winners_args(p: argparse.ArgumentParser) -> None:
@@ -123,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         add_args(p)
         if not any(a.dest == "db" for a in p._actions):
-            p.add_argument("--db", type=Path, default=None, help="store (default data/spectune.duckdb, env SPECTUNE_DB)")
+            p.add_argument("--db", type=Path, default=None, help="store (default data/spectune.duckdb; $SPECTUNE_DB)")
         if not any(a.dest == "json" for a in p._actions):
             p.add_argument("--json", action="store_true", help="print one JSON document")
     return ap
@@ -141,5 +146,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _run() -> int:
+    try:
+        return main()
+    except BrokenPipeError:  # `... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_run())

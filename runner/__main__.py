@@ -106,5 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _run() -> int:
+    try:
+        return main()
+    except BrokenPipeError:  # `... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_run())
