@@ -32,59 +32,70 @@ import polars as pl
 
 LABELS = ("code", "chat", "reasoning")
 UNKNOWN = "unknown"
-CHAT_PRIOR = 1.0
+CHAT_PRIOR = 0.8
 
 # name -> (regex, weight, cap, score). Counts are capped so one repeated token cannot dominate.
+# Language names use ASCII word boundaries ``(?-u:\b)`` so "写一个Python函数" still matches "Python".
 _I = "(?i)"
+_B = r"(?-u:\b)"
 FEATURES: dict[str, tuple[str, float, int, str]] = {
     "fence": (r"```|~~~", 3.0, 2, "code"),
     "keyword": (r"\b(?:def|elif|lambda|import|return|func|fn|impl|struct|enum|const|let|var|void|public|private|"
-                r"static|class|interface|async|await|yield|println!?|printf|console\.log|System\.out|std::|"
-                r"#include|#define|SELECT|INSERT|UPDATE|DELETE|CREATE TABLE|JOIN|GROUP BY|sudo|pip|npm|git)\b",
-                1.2, 6, "code"),
+                r"static|interface|async|await|yield|println!?|printf|console\.log|System\.out|std::|"
+                r"#include|#define|SELECT|INSERT|UPDATE|DELETE|CREATE TABLE|JOIN|GROUP BY|sudo|pip|npm|git)\b"
+                r"|\bclass [A-Z]\w*", 1.2, 6, "code"),
     "syntax": (r"[{};]|==|!=|=>|->|::|\+\+|&&|\|\||</?[a-z]+>|\w\[\w*\]|\w\(\)", 0.35, 12, "code"),
     "identifier": (r"\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b|\b\w+\.\w+\(", 0.8, 6, "code"),
     "indented": (r"(?m)^(?: {2,}|\t)\S", 0.5, 6, "code"),
-    "language": (_I + r"\b(?:python|javascript|typescript|java|c\+\+|c#|golang|rust|ruby|php|kotlin|swift|scala|"
-                 r"haskell|perl|bash|shell|powershell|sql|mysql|postgres(?:ql)?|sqlite|html|css|react|vue|angular|"
-                 r"django|flask|fastapi|pandas|numpy|pytorch|tensorflow|regex|regular expression|json|yaml|xml|"
-                 r"docker(?:file)?|kubernetes|terraform|linux|unix|vim|emacs|git(?:hub)?|npm|api|sdk|jupyter|"
-                 r"excel formula|vba|matlab|latex table|css grid|webpack|node\.?js|express\.js|spring boot)\b",
-                 1.0, 3, "code"),
-    "vocabulary": (_I + r"\b(?:code|coding|function|method|bug|debug(?:ging)?|compil(?:e|er|ation)|refactor|"
+    "error_name": (r"\b[A-Z]\w*(?:Error|Exception)\b|(?i:segfault|segmentation fault|traceback|stack ?trace|"
+                   r"null ?pointer|cannot read propert|undefined is not|not defined)", 1.5, 2, "code"),
+    "language": (_I + _B + r"(?:python|javascript|typescript|java|c\+\+|c#|golang|rust|ruby|php|kotlin|swift|"
+                 r"scala|haskell|perl|bash|shell|powershell|sql|mysql|postgres(?:ql)?|sqlite|html|css|react|vue|"
+                 r"angular|django|flask|fastapi|pandas|numpy|pytorch|tensorflow|matplotlib|regex|regular "
+                 r"expression|json|yaml|xml|docker(?:file)?|kubernetes|terraform|linux|unix|vim|emacs|git(?:hub)?|"
+                 r"npm|api|sdk|jupyter|excel formula|vba|matlab|webpack|node\.?js|jvm|http|rest api|graphql|"
+                 r"aws|s3|nginx|cron|gcc|llvm)" + _B + r"|\bin (?:C|Go|R)\b", 1.5, 3, "code"),
+    "vocabulary": (_I + _B + r"(?:code|coding|function|method|bug|debug(?:ging)?|compil(?:e|er|ation)|refactor|"
                    r"implement(?:ation)?|algorithm|script|program(?:ming)?|unit tests?|variable|loop|array|"
-                   r"string|recursion|recursive|library|framework|endpoint|database|query|queries|repository|"
-                   r"commit|syntax|runtime|exception|stack ?trace|segfault|null pointer|deploy|backend|frontend|"
-                   r"class|object|instance|parameter|argument|return value|data structure|linked list|hash ?map|"
-                   r"binary tree|big-?o|time complexity|api|regex|terminal|command line|cli|dependency|package)\b",
-                   0.7, 6, "code"),
+                   r"strings?|recursion|recursive|library|framework|endpoint|database|query|queries|repository|"
+                   r"commit|syntax|runtime|exception|deploy|backend|frontend|data structure|linked list|hash ?map|"
+                   r"dict(?:ionar(?:y|ies))?|list of dicts|binary tree|trie|big-?o|time complexity|quicksort|"
+                   r"mergesort|terminal|command line|cli|dependency injection|garbage collection|closure|threads?|"
+                   r"goroutine|migration|config(?:uration)?|dataframe|groupby|model|layers?|tensor|request|"
+                   r"headers?|passwords? securely|编程|代码|函数|程序)" + _B, 0.9, 6, "code"),
     "write_code": (_I + r"\b(?:write|create|implement|generate|give me|fix|debug|refactor|optimi[sz]e|convert|"
-                   r"translate|port)\b[^.?!\n]{0,60}\b(?:function|script|program|class|method|query|regex|"
-                   r"code|snippet|module|endpoint|component|unit tests?|bash|sql|python|javascript|typescript|"
-                   r"rust|java|go|c\+\+)\b", 2.5, 1, "code"),
-    "reason_strong": (_I + r"\b(?:step[- ]by[- ]step|show (?:your|all) work|prove|proof|derive|deduce|"
-                      r"solve|probability|expected value|equation|inequalit(?:y|ies)|theorem|lemma|integral|"
-                      r"derivative|factori[sz]e|simplify|evaluate|divisible|remainder|prime factor|logic puzzle|"
-                      r"riddle|puzzle|syllogism|which of the following|true or false|valid argument|"
-                      r"contradiction|knights? and knaves?|truth-?tellers?|liars?|how many ways|combinations|"
-                      r"permutations|geometric|arithmetic sequence|reason(?:ing)? (?:carefully|through))\b",
-                      1.8, 3, "reasoning"),
-    "reason_numeric": (_I + r"\b(?:how many|how much|how long|how far|how old|calculate|compute|what is the "
-                       r"(?:sum|product|difference|total|average|mean|ratio|area|volume|perimeter|speed)|"
+                   r"translate|port|build|show me how to use)\b[^.?!\n]{0,60}\b(?:function|script|program|class|"
+                   r"method|query|regex|code|snippet|module|endpoint|component|unit tests?|bash|sql|python|"
+                   r"javascript|typescript|rust|java|go|c\+\+|tool|config|formula)\b", 2.5, 1, "code"),
+    "reason_strong": (_I + r"\b(?:step[- ]by[- ]step|show (?:your|all|the) (?:work|math)|prove|proof|derive|deduce|"
+                      r"solve|probability|expected (?:value|number)|equation|inequalit(?:y|ies)|theorem|lemma|"
+                      r"integral|derivative|determinant|factori[sz]e|simplify|evaluate|divisible|remainder|"
+                      r"prime (?:factors?|numbers?)|odd numbers?|even numbers?|greatest common divisor|gcd|"
+                      r"least common multiple|lcm|lowest terms|fraction|logic puzzle|riddle|puzzle|syllogism|"
+                      r"which of the following|true or false|argument (?:is )?valid|valid (?:argument|inference)|"
+                      r"contradiction|knights?|knaves?|truth-?tellers?|always lies?|how many ways|combinations|"
+                      r"permutations|sequence|next number|interior angles?|surface area|perimeter|log base|"
+                      r"converge|reason(?:ing)? (?:carefully|through|step)|reason through|labels are (?:all )?wrong|"
+                      r"is (?:this|it) possible)\b|多少|等于|证明|计算", 2.0, 3, "reasoning"),
+    "reason_numeric": (_I + r"\b(?:how many|how much|how long|how far|how old|what is|calculate|compute|find|"
                        r"percent(?:age)?|average|ratio|rate|speed|per hour|km/h|mph|minutes?|hours?|days?|years? "
-                       r"old|older|younger|twice|half|times as|each|total|left over|remaining|costs?|price|"
-                       r"discount|interest|profit)\b", 0.9, 4, "numbers"),
+                       r"old|older|younger|twice|half|times as|each|total|left over|remaining|costs?|price|change|"
+                       r"discount|interest|profit|area|volume|equals?|angle|servings?)\b|\d\s*%\s*of\b|"
+                       r"wie viele|cuánto|a qué hora", 0.9, 4, "numbers"),
+    "numbers": (r"\d+(?:[.,]\d+)?", 0.3, 4, "numbers"),
     "arithmetic": (r"\d\s*[-+*/×÷^=<>≤≥%]\s*\(?\d|\b[a-z]\s*[=^]\s*\d|\d\s*[a-z]\s*[+\-=]|[√π∑∫∞≠≈]|"
-                   r"\\(?:frac|sqrt|sum|int|cdot|times|le|ge|neq)\b|\$[^$\n]{1,80}\$", 1.2, 4, "reasoning"),
+                   r"\\(?:frac|sqrt|sum|int|cdot|times|le|ge|neq)\b|\$[^$\n]{1,80}\$|\d\.\d+\.\.\.",
+                   1.2, 4, "reasoning"),
     "comparison": (_I + r"\b(?:taller|shorter|older|younger|faster|slower|heavier|lighter|richer|larger|smaller|"
-                   r"left of|right of|sits? (?:next to|between))\b", 0.8, 4, "reasoning"),
-    "chat_phrase": (_I + r"\b(?:write (?:me )?(?:a|an|the) (?:short )?(?:email|letter|poem|story|essay|blog|"
-                    r"post|tweet|speech|toast|cover letter|song|haiku|limerick|review|bio|caption|message|"
+                   r"more \w+ than|more than \w+\.|left of|right of|sits? (?:next to|between)|"
+                   r"all \w+ are|some \w+ are|no \w+ are)\b", 0.8, 4, "reasoning"),
+    "chat_phrase": (_I + r"\b(?:write (?:me )?(?:a|an|the) (?:short )?(?:\w+ )?(?:email|letter|poem|story|essay|"
+                    r"blog|post|tweet|speech|toast|cover letter|song|haiku|limerick|review|bio|caption|message|"
                     r"note|description)|summari[sz]e|summary|translate|rephrase|paraphrase|proofread|"
                     r"recommend|suggest|advice|tips|ideas? for|opinion|what do you think|tell me about|"
-                    r"explain (?:to me )?(?:what|why|how|the)|itinerary|recipe|plan (?:a|my)|"
-                    r"how (?:do|can|should) i (?:deal|cope|tell|ask|start|stay|make|get|become)|"
-                    r"feel(?:ing)?|friend|relationship|movie|book|travel|history of|pros and cons)\b",
+                    r"explain (?:to me )?(?:what|why|how|the)|itinerary|recipe|plan (?:a|my)|benefits|"
+                    r"how (?:do|can|should) i (?:deal|cope|tell|ask|start|stay|make|get|become)|should i|"
+                    r"feel(?:ing)?|friend|relationship|movie|book|travel|history of|pros and cons|roughly)\b",
                     1.0, 3, "chat"),
 }
 # Evidence that the text is text at all (any letters, in any script).
@@ -125,7 +136,7 @@ def classify_frame(texts: pl.Series) -> pl.DataFrame:
             .then(pl.lit("code"))
             .when(pl.col("s_reasoning") > pl.col("s_chat")).then(pl.lit("reasoning"))
             .otherwise(pl.lit("chat")))
-    signal = (pl.col("s_code") > 0) | (pl.col("s_reasoning") > 0)
+    signal = (pl.col("s_code") >= 1.0) | (pl.col("s_reasoning") >= 1.0)  # a real code or math cue
     unknown = pl.col("text").is_null() | (pl.col("text").str.strip_chars() == "") | (~pl.col("f_letters") & ~signal)
     return df.with_columns(pl.when(unknown).then(pl.lit(UNKNOWN)).otherwise(best).alias("label"))
 

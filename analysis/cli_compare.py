@@ -76,7 +76,8 @@ def to_markdown(report: dict) -> str:
         if not top:
             continue
         lines += ["", f"### Largest significant changes in {m}", "",
-                  "| gpu | family | workload | c | method | A | B | change | 95 % interval |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| gpu | family | workload | c | method | A | B | change | 95 % interval |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for c in top:
             v = c["metrics"][m]
             lines.append(f"| {c['gpu']} | {c['family']} | {c['workload']} | {c['concurrency']} | "

@@ -92,7 +92,7 @@ def _num(x: Any) -> float | None:
 
 def cell_changes(con: duckdb.DuckDBPyConnection, a: pl.DataFrame, b: pl.DataFrame, level: float) -> list[dict]:
     """Per common cell: each compared metric's A, B, change, change % and interval of the change."""
-    joined = a.join(b, on="cell_id", suffix="_b", how="inner").sort(list(GROUP) + ["method", "depth"])
+    joined = a.join(b, on="cell_id", suffix="_b", how="inner").sort([*GROUP, "method", "depth"])
     if joined.height == 0:
         return []
     keys_a = joined.select("run_id", "cell_id")

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from analysis import calibration, rescore_drift, rescore_fill
-from analysis.metrics import get_metric
+from analysis.metrics import Metric, get_metric
 from analysis.rescore_config import Choice, needs_draft_model, speculative_config, vllm_args
 from analysis.rescore_matrix import CellSamples, Matrix, load_matrices
 from analysis.rescore_score import Prediction, ShardInput, collapse, score
@@ -141,7 +141,7 @@ def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[s
     return scored, preds, unscored, ref.label
 
 
-def _gain(metric, a: float, b: float) -> float:
+def _gain(metric: Metric, a: float, b: float) -> float:
     return ((a / b) if metric.higher_is_better else (b / a)) * 100 - 100
 
 
@@ -178,8 +178,11 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
                 continue
             scored, preds, unscored, ref = _score_shard(m, si, choices, store, opts, factors)
             if not preds:
+                warnings.append(f"{family}/{gpu}: no candidate could be scored for shard {shard!r} "
+                                f"(unscored: {', '.join(unscored)})")
                 continue
             rec, rows = _decide(family, gpu, shard, scored, preds, unscored, metric, opts, si, b, scored_as)
+            rec["model"] = m.model
             rec["load"]["reference"] = ref
             recs.append(rec)
             cand_rows += rows
@@ -206,10 +209,12 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
     }
 
 
-def _decide(family, gpu, shard, scored, preds, unscored, metric, opts, si, b, scored_as) -> tuple[dict, list[dict]]:
-    values = np.array([getattr(p, metric.name) if p is not None else np.nan for p in preds], dtype=float)
-    values = np.where(values == None, np.nan, values)  # noqa: E711 (goodput may be None)
-    reps = np.stack([p.reps.get(metric.name, np.full(0, np.nan)) for p in preds]) if preds[0].reps else np.zeros((0, 0))
+def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list[Prediction], unscored: list[str],
+            metric: Metric, opts: RescoreOptions, si: ShardInput, b: TraceBuckets, scored_as: dict[str, str]
+            ) -> tuple[dict, list[dict]]:
+    """The winner rule on one shard's candidates → its recommendation and its candidate rows."""
+    values = np.array([getattr(p, metric.name) for p in preds], dtype=float)  # None (no SLO) → NaN
+    reps = np.stack([p.reps.get(metric.name, np.full(0, np.nan)) for p in preds])
     d = decide(values, reps, metric)
     w = d.order[0]
     win, wp = scored[w], preds[w]

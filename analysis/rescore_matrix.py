@@ -56,6 +56,12 @@ class Matrix:
     gpu: str
     cells: dict[Key, CellSamples] = field(default_factory=dict)
     replicates: int = 0
+    models: dict[str, int] = field(default_factory=dict)  # concrete model name -> cells
+
+    @property
+    def model(self) -> str:
+        """The family's model most cells were measured on (what ``vllm serve`` should load)."""
+        return max(self.models.items(), key=lambda kv: (kv[1], kv[0]))[0] if self.models else self.family
 
     @property
     def concurrencies(self) -> list[int]:
@@ -111,6 +117,7 @@ def load_matrices(con: duckdb.DuckDBPyConnection, families: tuple[str, ...] = ()
             backend=row["backend"], cell_id=row["cell_id"],
         )
         m = out.setdefault((row["family"], row["gpu"]), Matrix(row["family"], row["gpu"], replicates=n_rep))
+        m.models[row["model"]] = m.models.get(row["model"], 0) + 1
         key = (cell.method, cell.depth, cell.workload, cell.concurrency)
         # Two models of one family may hold the same key: the better-sampled cell wins.
         if key not in m.cells or m.cells[key].ttft.size < cell.ttft.size:

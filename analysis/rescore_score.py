@@ -4,10 +4,11 @@ Owns the per-request model, applied to buckets of requests (analysis.rescore_tra
 requests in Python:
 
 * a request of ``L`` output tokens and ``I`` input tokens at concurrency ``c`` takes
-  e2e = TTFT·s_T(I) + (L − 1)·TPOT·s_P(I + L/2), with (TTFT, TPOT) the measured per-request samples of the
+  e2e = TTFT·s_T(I) + (L − 1)·TPOT·s_P, with (TTFT, TPOT) the measured per-request samples of the
   cell (workload, c) — of the requests in the same output-length bucket when the cell has ≥ 30 of them,
-  else all of them — and s_T, s_P the cost model's prefill and step-time ratios for this trace's input
-  and context lengths against the cell's own (1 without a cost model);
+  else of its 30 requests nearest in log-length — s_T the cost model's prefill ratio for the bucket's
+  input length against the cell's mean input, and s_P its step-time ratio for this shard's mean
+  context on that workload (input + output/2) against the cell's (both 1 without a cost model);
 * load comes from the arrival rate (Little's law): in each time bucket the concurrency per server is
   c = λ · mean e2e(c), solved by bisection for the user's current config (today's operating point);
   between measured concurrencies the prediction is the mix of the two neighbouring cells weighted
@@ -75,7 +76,15 @@ def _subset(cell: CellSamples, lb: int, cache: dict) -> tuple[np.ndarray, np.nda
     if got is None:
         lo, hi = bucket_bounds(lb)
         mask = (cell.out >= lo) & (cell.out < hi)
-        got = (cell.ttft[mask], cell.tpot[mask]) if mask.sum() >= MIN_SAMPLES_PER_BUCKET else (cell.ttft, cell.tpot)
+        if mask.sum() < MIN_SAMPLES_PER_BUCKET and cell.out.size > MIN_SAMPLES_PER_BUCKET:
+            # Too few measured requests of this length: the nearest ones in log-length stand in (a short
+            # request's TPOT averages over few steps and is noisier than a long one's).
+            dist = np.abs(np.log(np.maximum(cell.out, 1.0)) - np.log(np.sqrt(lo * hi)))
+            mask = np.zeros(cell.out.size, dtype=bool)
+            mask[np.argsort(dist, kind="stable")[:MIN_SAMPLES_PER_BUCKET]] = True
+        elif mask.sum() < MIN_SAMPLES_PER_BUCKET:
+            mask = np.ones(cell.out.size, dtype=bool)
+        got = (cell.ttft[mask], cell.tpot[mask])
         cache[key] = got
     return got
 
@@ -127,7 +136,11 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
     cache: dict = {}
     L = si.out / np.maximum(si.n, 1e-12)
     inp = si.inp / np.maximum(si.n, 1e-12)
-    ctx = inp + L / 2
+    # Context per workload (mean input + half the mean output over the shard): TPOT moves with how much
+    # longer this trace's contexts are than the cell's on average; the per-request spread is already in
+    # the cell's samples, so scaling each row by its own context would count it twice.
+    ctx_w = {w: float((si.inp[si.wi == w].sum() + si.out[si.wi == w].sum() / 2) / max(si.n[si.wi == w].sum(), 1e-12))
+             for w in range(n_w)}
     p0, p1 = rescore_fill.prefill_line(dep)
     codes, pair_of_row = np.unique(si.wi * 256 + si.lb, return_inverse=True)  # lb < 64 for any int32 length
     pairs = [(int(c // 256), int(c % 256)) for c in codes]
@@ -148,7 +161,7 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
             t0, t1 = rescore_fill.step_line(method, workloads[w], depth, dep, grid[g])
             cell_in = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
             cell_ctx = cell_in + float(np.mean(cell.out)) / 2
-            s_p[rows, g] = (t0 + t1 * ctx[rows]) / (t0 + t1 * cell_ctx)
+            s_p[rows, g] = (t0 + t1 * ctx_w[w]) / (t0 + t1 * cell_ctx)
             s_t[rows, g] = (p0 + p1 * inp[rows]) / (p0 + p1 * cell_in)
     e2e_rg = m_ttft[pair_of_row] * s_t + np.maximum(L - 1, 0)[:, None] * m_tpot[pair_of_row] * s_p  # mean ms
     n_t_buckets = si.n_t.size
@@ -239,9 +252,9 @@ def collapse(si: ShardInput, load: tuple[np.ndarray, np.ndarray], levels: int = 
     lv = level_of_t.reshape(-1)[si.t]
     keys, row_of = np.unique((lv * 64 + si.wi) * 256 + si.lb, return_inverse=True)
     row_of = row_of.reshape(-1)
-    n = np.bincount(row_of, weights=si.n)
-    new = ShardInput(t=(keys // (64 * 256)).astype(int), wi=((keys // 256) % 64).astype(int), lb=(keys % 256).astype(int),
-                     n=n, out=np.bincount(row_of, weights=si.out), inp=np.bincount(row_of, weights=si.inp),
+    new = ShardInput(t=(keys // (64 * 256)).astype(int), wi=((keys // 256) % 64).astype(int),
+                     lb=(keys % 256).astype(int), n=np.bincount(row_of, weights=si.n),
+                     out=np.bincount(row_of, weights=si.out), inp=np.bincount(row_of, weights=si.inp),
                      n_t=np.bincount(lv, weights=si.n, minlength=codes.size), rate=None, fixed_c=None, grid=si.grid)
     return new, (c_lv, sat_lv)
 

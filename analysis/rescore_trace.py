@@ -7,8 +7,9 @@ output/input token sums, plus per-workload sums of observed speculative-decoding
 downstream scores those rows, so the cost depends on the number of buckets, not of requests.
 
 * output-length buckets are half-octaves (``floor(2·log2 L)``: 1, 2, 3, 4, 6, 8, 11, 16 … tokens);
-* time buckets are ``max(10 s, duration / 1000)`` wide, so a one-week trace has ~1000 buckets; a
-  trace without timestamps (or shorter than 10 s) has one bucket and no arrival rate;
+* time buckets are ``max(10 s, duration / 1000)`` wide (the whole duration when shorter than 10 s), so a
+  one-week trace has ~1000 buckets; a trace without timestamps (or all at one instant) has one bucket
+  and no arrival rate;
 * shards: the trace's shard column when it has one (``shard_by="auto"``), else the workload; the 20
   busiest shards are kept and the rest pooled as ``(other)``; requests without a workload are
   ``unknown``.
@@ -112,10 +113,11 @@ def bucketize(trace: pl.DataFrame | pl.LazyFrame, shard_by: str = "auto") -> Tra
     if shard_by == "auto":
         shard_by = "column" if stats["has_shard"] else "workload"
     duration = float(stats["t1"] - stats["t0"]) if stats["ts_null"] == 0 else None
-    has_time = duration is not None and duration >= MIN_BUCKET_S and n >= 2
-    bucket_s = max(MIN_BUCKET_S, duration / MAX_TIME_BUCKETS) if has_time else max(duration or 0.0, 1.0)
-    t_expr = (((pl.col("timestamp_s") - stats["t0"]) / bucket_s).floor().cast(pl.Int32) if has_time
-              else pl.lit(0, pl.Int32))
+    has_time = duration is not None and duration > 0 and n >= 2
+    bucket_s = max(min(MIN_BUCKET_S, duration), duration / MAX_TIME_BUCKETS) if has_time else 1.0
+    n_buckets = max(1, math.ceil(duration / bucket_s - 1e-9)) if has_time else 1
+    t_expr = (((pl.col("timestamp_s") - stats["t0"]) / bucket_s).floor().cast(pl.Int32).clip(0, n_buckets - 1)
+              if has_time else pl.lit(0, pl.Int32))
     lf = lf.with_columns(_shard_expr(shard_by).alias("shard"), t_expr.alias("t"),
                          length_bucket(pl.col("output_tokens")).alias("lb"))
     rows = lf.group_by(["shard", "t", "workload", "lb"]).agg(
@@ -127,10 +129,9 @@ def bucketize(trace: pl.DataFrame | pl.LazyFrame, shard_by: str = "auto") -> Tra
                         pl.col("accepted_tokens").cast(pl.Int64).sum().alias("accepted"))
     rows, counters = pl.collect_all([rows, counters])
     rows, shards = _cap_shards(rows)
-    n_t = int(rows["t"].max()) + 1
-    lengths = np.full(n_t, bucket_s)
+    lengths = np.full(n_buckets, bucket_s)
     if has_time:
-        lengths[-1] = max(1.0, duration - (n_t - 1) * bucket_s)  # the last bucket ends with the trace
+        lengths[-1] = duration - (n_buckets - 1) * bucket_s  # the last bucket ends with the trace
     return TraceBuckets(rows=rows.sort(["shard", "t", "workload", "lb"]), requests=n, shards=shards,
                         shard_by=shard_by, has_time=has_time, duration_s=duration, bucket_s=bucket_s,
                         bucket_len=lengths, counters=counters.sort("workload"))

@@ -31,12 +31,35 @@ class Decision:
     intervals: list[tuple[float, float]]  # each candidate's own 95 % interval
 
 
+def intervals(reps: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's percentile interval over its finite values (NaN with fewer than 10), vectorised.
+
+    Same numbers as ``np.percentile(row[finite], ...)`` per row (linear method, numpy's lerp), in one sort.
+    """
+    reps = np.atleast_2d(np.asarray(reps, dtype=float))
+    m = reps.shape[0]
+    if reps.size == 0:
+        return np.full(m, np.nan), np.full(m, np.nan)
+    s = np.sort(reps, axis=1)  # NaNs sort last
+    count = np.isfinite(reps).sum(axis=1)
+    qs = np.true_divide(np.array([(1 - level) / 2 * 100, (1 + level) / 2 * 100]), 100)
+    rows = np.arange(m)
+    out = []
+    for q in qs:
+        virtual = (np.maximum(count, 1) - 1) * q
+        prev = np.floor(virtual).astype(int)
+        nxt = np.minimum(prev + 1, np.maximum(count - 1, 0))
+        gamma = virtual - prev
+        a, b = s[rows, prev], s[rows, nxt]
+        diff = b - a
+        val = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
+        out.append(np.where(count >= 10, val, np.nan))
+    return out[0], out[1]
+
+
 def interval(reps: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
-    reps = reps[np.isfinite(reps)]
-    if reps.size < 10:
-        return (float("nan"), float("nan"))
-    lo, hi = np.percentile(reps, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
-    return float(lo), float(hi)
+    lo, hi = intervals(np.asarray(reps, dtype=float).reshape(1, -1), level)
+    return float(lo[0]), float(hi[0])
 
 
 def decide(values: np.ndarray, reps: np.ndarray, metric: Metric, level: float = LEVEL) -> Decision:
@@ -45,18 +68,18 @@ def decide(values: np.ndarray, reps: np.ndarray, metric: Metric, level: float = 
     score = np.where(np.isfinite(values), sign * values, -np.inf)
     order = [int(i) for i in np.argsort(-score, kind="stable")]
     w = order[0]
+    others = [c for c in order[1:] if np.isfinite(values[c])]
     tied = [w]
-    for c in order[1:]:
-        if not np.isfinite(values[c]):
-            continue
-        if reps.size == 0:
-            tied.append(c)
-            continue
-        diff = sign * (reps[w] - reps[c])
-        lo, _hi = interval(diff, level)
-        if not np.isfinite(lo) or lo <= 0.0:
-            tied.append(c)
-    ivals = [interval(reps[i], level) if reps.size else (float("nan"), float("nan")) for i in range(len(values))]
+    if reps.size == 0:
+        tied += others
+    elif others:
+        lo, _hi = intervals(sign * (reps[w][None, :] - reps[others]), level)
+        tied += [c for c, low in zip(others, lo, strict=True) if not np.isfinite(low) or low <= 0.0]
+    if reps.size:
+        lo_all, hi_all = intervals(reps, level)
+        ivals = [(float(a), float(b)) for a, b in zip(lo_all, hi_all, strict=True)]
+    else:
+        ivals = [(float("nan"), float("nan"))] * len(values)
     return Decision(order=order, tied=tied, clear=len(tied) == 1, intervals=ivals)
 
 

@@ -114,13 +114,15 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
     hatch = alt.Chart(stripes.filter(~pl.col("clear")).to_arrow()).mark_rect().encode(
         x=x, y=y, xOffset=alt.XOffset("slot:O", scale=alt.Scale(paddingInner=0, paddingOuter=0)),
         color=method_color(present, "winner"), opacity=alt.Opacity("shade:Q", scale=None), tooltip=tooltip)
-    outline = alt.Chart(rows.to_arrow()).mark_rect(fillOpacity=0).encode(
+    # on top of the labels so a click anywhere in a cell (text included) selects it; fillOpacity 0 with a
+    # fill still catches pointer events
+    outline = alt.Chart(rows.to_arrow()).mark_rect(fill="#FFFFFF", fillOpacity=0).encode(
         x=x, y=y, tooltip=tooltip,
-        stroke=alt.when(sel).then(alt.value(theme.SELECTED_STROKE)).otherwise(alt.value("transparent")),
-        strokeWidth=alt.when(sel).then(alt.value(4)).otherwise(alt.value(0)),
     )
-    if select:
-        outline = outline.add_params(sel)
+    if select:  # exports and reports have no selection: no stroke condition on an absent signal
+        outline = outline.encode(
+            stroke=alt.when(sel).then(alt.value(theme.SELECTED_STROKE)).otherwise(alt.value("transparent")),
+            strokeWidth=alt.when(sel).then(alt.value(4)).otherwise(alt.value(0))).add_params(sel)
     labels = []
     # Vega puts a multi-line label's first line on the row centre: lift each label by half its height
     for n_lines in sorted(set(rows["lines"])) if rows.height else []:
@@ -135,7 +137,7 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
             lineBreak="\n", fontSize=theme.FONT_SIZE, fontWeight="bold", dy=lift).encode(
             x=x, y=y, text="label:N", tooltip=tooltip,
             color=alt.condition("datum.clear", alt.Color("text_color:N", scale=None), alt.value("#000000"))))
-    return alt.layer(solid, hatch, outline, *labels).properties(
+    return alt.layer(solid, hatch, *labels, outline).properties(
         width=CELL_W * max(len(wls), 1), height=CELL_H * max(len(fams), 1),
         title=alt.Title(f"{gpu} · winner by {metric_label}",
                         subtitle="hatched = tie: no clear winner at 95 %; stripes show the tied methods",

@@ -125,26 +125,35 @@ def seed(page: str, params: Sequence[Param]) -> list[str]:
         try:
             value = parse(p, raw)
         except ValueError as exc:
-            problems.append(f"`{p.key}` = “{_preview(raw)}” ({exc})")
+            problems.append(f"`{p.key}`: “{_preview(raw)}” ({exc})")
             value = p.default
-        st.session_state[key] = list(value) if isinstance(value, list) else value
+        if p.kind == "range":  # range-ness comes from the widget's `value` argument: hand it over there
+            st.session_state[init_key(page, p)] = value
+        else:
+            st.session_state[key] = list(value) if isinstance(value, list) else value
     return problems
+
+
+def init_key(page: str, p: Param) -> str:
+    """Where a widget that must get its first value through its ``value`` argument finds it."""
+    return f"_init.{page}.{p.key}"
 
 
 def warn(problems: list[str]) -> None:
     if problems:
-        st.warning("Some link parameters were not valid and were replaced by defaults: " + "; ".join(problems),
+        st.warning("Some link parameters were not valid and were replaced by defaults: " + " · ".join(problems),
                    icon=":material/link_off:")
 
 
 def values(page: str, params: Sequence[Param]) -> dict[str, Any]:
-    return {p.key: st.session_state.get(widget_key(page, p), p.default) for p in params}
+    return {p.key: st.session_state.get(widget_key(page, p), st.session_state.get(init_key(page, p), p.default))
+            for p in params}
 
 
 def write_url(page: str, params: Sequence[Param]) -> None:
     """Mirror the current widget values into the URL (only this page's keys; defaults removed)."""
     for p in params:
-        ser = serialise(p, st.session_state.get(widget_key(page, p), p.default))
+        ser = serialise(p, values(page, [p])[p.key])
         current = st.query_params.get_all(p.key)
         if ser is None:
             if p.key in st.query_params:

@@ -67,9 +67,10 @@ def render(page: str, p: Param, container: Any = None) -> Any:
     if p.kind == "many":
         return c.multiselect(p.label, p.options, key=key, format_func=p.format_func, placeholder="All")
     if p.kind == "range":
-        # select_slider decides single vs range from `value`, not from session state: pass the default
-        # (Streamlit logs that state overrides it; the seeded state is the one used)
-        return c.select_slider(p.label, options=list(p.options), value=p.default, key=key)
+        # select_slider decides single vs range from `value`, not from session state: the URL's value goes
+        # in through `value` (state.seed keeps it under an init key)
+        return c.select_slider(p.label, options=list(p.options), key=key,
+                               value=st.session_state.get(state.init_key(page, p), p.default))
     if p.kind == "float":
         return c.number_input(p.label, min_value=p.lo, max_value=p.hi, key=key, step=10.0)
     if p.kind == "bool":

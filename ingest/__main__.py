@@ -35,12 +35,14 @@ def _results_args(p: argparse.ArgumentParser) -> None:
 
 
 def _results(args: argparse.Namespace) -> int:
-    from ingest import store
-    from ingest.results import ReadOptions, land, read_files
+    from ingest.results import ReadOptions, read_files
     from ingest.results.dims import parse_sets
 
     opts = ReadOptions(overrides=parse_sets(args.sets), baseline=args.baseline)
     parsed = read_files(list(args.files), args.format, opts)  # every file validated before any write
+    from ingest import store
+    from ingest.results.land import land
+
     with store.session(args.db) as con:
         reports = land(con, parsed)
     for r in reports:  # warnings only once everything landed: a failing invocation prints one line
@@ -107,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         add_args(p)
         if not any(a.dest == "db" for a in p._actions):
-            p.add_argument("--db", type=Path, default=None, help="store (default data/spectune.duckdb, env SPECTUNE_DB)")
+            p.add_argument("--db", type=Path, default=None,
+                           help="store (default data/spectune.duckdb, env SPECTUNE_DB)")
         if not any(a.dest == "json" for a in p._actions):
             p.add_argument("--json", action="store_true", help="print one JSON document")
     return ap

@@ -97,15 +97,165 @@ def derive(
     return CellMetrics(values=v, positions=positions)
 
 
+# Poisson(1) weights by inverse CDF from 32-bit uniforms: weight = #{k : u ≥ 2³²·F(k−1)}, F the Poisson(1) CDF.
+# Exact up to the 2⁻³² resolution of the thresholds (P(weight > 12) ≈ 6·10⁻¹¹ is dropped), ~5× faster than
+# Generator.poisson; only the rare u past the 7th threshold are resolved by a search.
+_POISSON_CDF = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(13)])
+_THRESHOLDS = np.array([round(c * 2.0**32) for c in _POISSON_CDF[:12]], dtype=np.uint64).astype(np.uint32)
+_DENSE = 6  # thresholds tested on every draw; P(weight ≥ 7) ≈ 8·10⁻⁵
+
+EXACT_MAX_N = 4096  # above this many requests a cell uses the large-n scheme (docs/metrics.md)
+QUANTILE = 0.99
+TAIL_SDS = 6.0  # the p99 window reaches this many bootstrap SDs of the quantile's rank below it
+METRIC_KEYS = ("output_throughput", "p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms", "acceptance_rate", "acceptance_length")
+
+
+def poisson1(rng: np.random.Generator, shape: int | tuple[int, ...]) -> np.ndarray:
+    """Independent Poisson(1) draws (uint8)."""
+    u = rng.integers(0, 1 << 32, size=shape, dtype=np.uint32)
+    w = np.zeros(u.shape, dtype=np.uint8)
+    for t in _THRESHOLDS[:_DENSE]:
+        w += u >= t
+    rare = np.flatnonzero(u >= _THRESHOLDS[_DENSE])
+    if rare.size:
+        w.flat[rare] = np.searchsorted(_THRESHOLDS, u.flat[rare], side="right")
+    return w
+
+
+def _window(vals: np.ndarray, q: float) -> tuple[int, np.ndarray]:
+    """Head size h and the indices of the n − h largest values (ascending): the window a weighted q-quantile
+    under Poisson(1) weights falls into unless the head's weight is ``TAIL_SDS`` SDs above its mean."""
+    n = vals.size
+    k = min(n, math.ceil(n * (1 - q) + TAIL_SDS * math.sqrt(n * q * (1 - q)) + 8))
+    if k == n:
+        return 0, np.argsort(vals, kind="stable")
+    part = np.argpartition(vals, n - k)[n - k:]
+    return n - k, part[np.argsort(vals[part], kind="stable")]
+
+
+def _window_quantile(tail: np.ndarray, head_w: np.ndarray, win_w: np.ndarray, q: float
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Per replicate (columns): the weighted q-quantile when it lies in the window, and where it does not.
+
+    ``tail`` are the window's values ascending, ``win_w`` (k × B) their weights, ``head_w`` the total weight
+    below. The quantile is the first value whose cumulative weight reaches q·total (numpy's inverted-CDF rule,
+    as ``vllm bench serve``); it lies in the window exactly when the head's cumulative weight is below that.
+    """
+    cum = head_w[None, :] + np.cumsum(win_w, axis=0, dtype=np.int64)
+    total = cum[-1]
+    target = q * total
+    idx = (cum < target[None, :]).sum(axis=0)
+    out = tail[np.minimum(idx, tail.size - 1)].astype(float)
+    out[total == 0] = np.nan
+    return out, (head_w >= target) & (total > 0)
+
+
 def _weighted_quantile(sorted_vals: np.ndarray, weights_sorted: np.ndarray, q: float) -> np.ndarray:
-    """Per replicate (rows of weights), the q-quantile of ``sorted_vals`` under those weights."""
-    cum = np.cumsum(weights_sorted, axis=1)
-    target = q * cum[:, -1]
-    idx = (cum < target[:, None]).sum(axis=1)
-    idx = np.minimum(idx, sorted_vals.size - 1)
-    out = sorted_vals[idx].astype(float)
-    out[cum[:, -1] == 0] = np.nan
+    """Per replicate (columns of weights, rows in value order), the q-quantile of ``sorted_vals``."""
+    zero = np.zeros(weights_sorted.shape[1], dtype=np.int64)
+    return _window_quantile(sorted_vals, zero, weights_sorted, q)[0]
+
+
+def _exact_quantile(vals: np.ndarray, w: np.ndarray, total: np.ndarray, q: float) -> np.ndarray:
+    """Weighted q-quantile with every request's weights ``w`` (n × B) drawn: only the window is summed."""
+    _, idx = _window(vals, q)
+    win_w = w[idx]
+    out, bad = _window_quantile(vals[idx], total - win_w.sum(axis=0, dtype=np.int64), win_w, q)
+    if bad.any():  # the quantile fell into the head: sum everything for those replicates
+        order = np.argsort(vals, kind="stable")
+        out[bad] = _weighted_quantile(vals[order], w[order][:, bad], q)
     return out
+
+
+def _tail_quantile(vals: np.ndarray, rng: np.random.Generator, replicates: int, q: float) -> np.ndarray:
+    """The weighted q-quantile under Poisson(1) weights, drawing weights for the upper-tail window only.
+
+    Exact in distribution: the head (the h smallest values) has total weight S ~ Poisson(h) and only the
+    window's values get individual weights. A replicate whose quantile falls into the head (probability
+    < 10⁻⁹ at ``TAIL_SDS`` = 6) is completed exactly — head weights given S are multinomial — and recomputed.
+    """
+    h, idx = _window(vals, q)
+    head_w = rng.poisson(float(h), replicates) if h else np.zeros(replicates, dtype=np.int64)
+    win_w = poisson1(rng, (idx.size, replicates))
+    out, bad = _window_quantile(vals[idx], head_w, win_w, q)
+    for r in np.flatnonzero(bad):
+        order = np.sort(vals)
+        head = rng.multinomial(int(head_w[r]), np.full(h, 1.0 / h))
+        out[r] = _weighted_quantile(order, np.concatenate([head, win_w[:, r]])[:, None], q)[0]
+    return out
+
+
+def _normal_sums(x: np.ndarray, rng: np.random.Generator, replicates: int) -> np.ndarray:
+    """Replicates (B × columns) of Σ w·x under Poisson(1) weights, by their normal limit.
+
+    Mean Σx and covariance Σ x xᵀ are the bootstrap's exact first two moments; for n > ``EXACT_MAX_N`` the
+    resulting percentile intervals match the exact bootstrap (validated in tests/ingest/test_bootstrap.py).
+    """
+    lam, vec = np.linalg.eigh(x.T @ x)
+    root = vec * np.sqrt(np.clip(lam, 0.0, None))
+    return x.sum(axis=0) + rng.standard_normal((replicates, x.shape[1])) @ root.T
+
+
+def bootstrap_arrays(
+    cols: dict[str, np.ndarray], point_tput: float | None, *, depth: int, seed: int,
+    replicates: int = BOOTSTRAP_REPLICATES, exact: bool | None = None,
+) -> dict[str, np.ndarray]:
+    """Poisson-bootstrap replicates from one cell's successful requests as float arrays.
+
+    ``cols`` holds output_tokens (nulls as 0), e2e_ms, ttft_ms, tpot_ms, drafted_tokens, accepted_tokens
+    (nulls as NaN). Up to ``EXACT_MAX_N`` requests (or ``exact=True``) every replicate draws one weight per
+    request and all metrics share them; above, sums use their normal limit and p99s the exact tail window.
+    """
+    nan = np.full(replicates, np.nan)
+    tokens, e2e = cols["output_tokens"], cols["e2e_ms"]
+    n = tokens.size
+    if n == 0:
+        return {k: nan.copy() for k in METRIC_KEYS}
+    exact = n <= EXACT_MAX_N if exact is None else exact
+    rng = np.random.default_rng(seed)
+    finite = np.isfinite(e2e)
+    drafted = cols["drafted_tokens"] if depth > 0 else None
+    has_acc = drafted is not None and bool(np.isfinite(drafted).all()) and drafted.sum() > 0
+    x = np.zeros((n, 4))
+    x[finite, 0], x[finite, 1] = tokens[finite], e2e[finite]
+    if has_acc:
+        x[:, 2], x[:, 3] = drafted, np.nan_to_num(cols["accepted_tokens"], nan=0.0)
+    w = poisson1(rng, (n, replicates)) if exact else None  # one row of weights per request
+    sums = (x.T @ w.astype(np.float64)).T if w is not None else _normal_sums(x, rng, replicates)
+    total = w.sum(axis=0, dtype=np.int64) if w is not None else None
+    out: dict[str, np.ndarray] = {}
+    if point_tput is not None and finite.any():
+        base = x[:, 0].sum() / x[:, 1].sum()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["output_throughput"] = point_tput * (sums[:, 0] / sums[:, 1]) / base
+    else:
+        out["output_throughput"] = nan.copy()
+    for col, key in (("e2e_ms", "p99_e2e_ms"), ("tpot_ms", "p99_tpot_ms"), ("ttft_ms", "p99_ttft_ms")):
+        vals = cols[col]
+        keep = np.isfinite(vals)
+        if not keep.any():
+            out[key] = nan.copy()
+        elif w is not None and total is not None:
+            all_rows = bool(keep.all())
+            wk = w if all_rows else w[keep]
+            out[key] = _exact_quantile(vals[keep], wk, total if all_rows else wk.sum(axis=0, dtype=np.int64),
+                                       QUANTILE)
+        else:
+            out[key] = _tail_quantile(vals[keep], rng, replicates, QUANTILE)
+    if has_acc:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["acceptance_rate"] = sums[:, 3] / sums[:, 2]
+            out["acceptance_length"] = 1.0 + sums[:, 3] / (sums[:, 2] / depth)
+    else:
+        out["acceptance_rate"] = nan.copy()
+        out["acceptance_length"] = nan.copy()
+    return out
+
+
+def request_arrays(ok: pl.DataFrame) -> dict[str, np.ndarray]:
+    """The float columns :func:`bootstrap_arrays` reads, from a frame of successful requests."""
+    return {c: ok[c].cast(pl.Float64).fill_null(0.0 if c == "output_tokens" else np.nan).to_numpy()
+            for c in ("output_tokens", "e2e_ms", "ttft_ms", "tpot_ms", "drafted_tokens", "accepted_tokens")}
 
 
 def bootstrap(
@@ -113,45 +263,10 @@ def bootstrap(
 ) -> dict[str, np.ndarray]:
     """Poisson-bootstrap replicates (length ``replicates``) of the cell's headline metrics."""
     ok = requests.filter(pl.col("ok").fill_null(True)) if requests.height else requests
-    n = ok.height
-    nan = np.full(replicates, np.nan)
-    out: dict[str, np.ndarray] = {}
-    if n == 0:
-        return {k: nan.copy() for k in
-                ("output_throughput", "p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms", "acceptance_rate",
-                 "acceptance_length")}
-    rng = np.random.default_rng(seed)
-    w = rng.poisson(1.0, size=(replicates, n)).astype(np.float64)
-    tokens = ok["output_tokens"].cast(pl.Float64).fill_null(0).to_numpy()
-    e2e = ok["e2e_ms"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    point_tput = metrics.values.get("output_throughput")
-    finite = np.isfinite(e2e)
-    if point_tput is not None and finite.any():
-        base = tokens[finite].sum() / e2e[finite].sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rate = (w[:, finite] @ tokens[finite]) / (w[:, finite] @ e2e[finite])
-        out["output_throughput"] = point_tput * rate / base
-    else:
-        out["output_throughput"] = nan.copy()
-    for col, key in (("e2e_ms", "p99_e2e_ms"), ("tpot_ms", "p99_tpot_ms"), ("ttft_ms", "p99_ttft_ms")):
-        vals = ok[col].cast(pl.Float64).fill_null(np.nan).to_numpy()
-        keep = np.isfinite(vals)
-        if not keep.any():
-            out[key] = nan.copy()
-            continue
-        order = np.argsort(vals[keep], kind="stable")
-        out[key] = _weighted_quantile(vals[keep][order], w[:, keep][:, order], 0.99)
-    drafted = ok["drafted_tokens"].cast(pl.Float64).to_numpy() if depth > 0 else None
-    if drafted is not None and np.isfinite(drafted).all() and drafted.sum() > 0:
-        accepted = ok["accepted_tokens"].cast(pl.Float64).fill_null(0).to_numpy()
-        wd, wa = w @ drafted, w @ accepted
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out["acceptance_rate"] = wa / wd
-            out["acceptance_length"] = 1.0 + wa / (wd / depth)
-    else:
-        out["acceptance_rate"] = nan.copy()
-        out["acceptance_length"] = nan.copy()
-    return out
+    if ok.height == 0:
+        return {k: np.full(replicates, np.nan) for k in METRIC_KEYS}
+    return bootstrap_arrays(request_arrays(ok), metrics.values.get("output_throughput"), depth=depth, seed=seed,
+                            replicates=replicates)
 
 
 def seed_for(cell_id: str) -> int:

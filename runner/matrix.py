@@ -134,6 +134,36 @@ def _ints(values: Any, path: Path, where: str, lo: int, hi: int) -> tuple[int, .
     return tuple(values)
 
 
+# Optional scalar keys are type- and range-checked here: a string where a number belongs, or a TOML
+# nan/inf timeout, must be a one-line InputError, never a ValueError traceback or an unbounded wait.
+def _opt_int(table: dict, key: str, default: int, lo: int, hi: int, path: Path, where: str) -> int:
+    v = table.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise InputError(path, 0, f"{where}.{key}: expected an integer in [{lo}, {hi}], got {v!r}")
+    return v
+
+
+def _opt_float(table: dict, key: str, default: float, lo: float, hi: float, path: Path, where: str) -> float:
+    v = table.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:  # nan fails both bounds
+        raise InputError(path, 0, f"{where}.{key}: expected a number in [{lo:g}, {hi:g}], got {v!r}")
+    return float(v)
+
+
+def _opt_table(table: dict, key: str, path: Path, where: str) -> dict:
+    v = table.get(key, {})
+    if not isinstance(v, dict):
+        raise InputError(path, 0, f"{where}.{key}: expected a table, got {v!r}")
+    return v
+
+
+def _opt_list(table: dict, key: str, path: Path, where: str) -> list:
+    v = table.get(key, [])
+    if not isinstance(v, list):
+        raise InputError(path, 0, f"{where}.{key}: expected a list, got {v!r}")
+    return v
+
+
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -169,7 +199,8 @@ def _workload(name: str, w: Any, path: Path) -> WorkloadSpec:
     if not isinstance(ignore_eos, bool):
         raise InputError(path, 0, f"workloads.{name}.ignore_eos: expected true or false, got {ignore_eos!r}")
     return WorkloadSpec(name, str(w.get("source", name)), str(w.get("format", "auto")),
-                        int(w.get("max_tokens", 256)), float(w.get("temperature", 0.0)),
+                        _opt_int(w, "max_tokens", 256, 1, 1_000_000, path, f"workloads.{name}"),
+                        _opt_float(w, "temperature", 0.0, 0.0, 100.0, path, f"workloads.{name}"),
                         float(rate) if rate is not None else None, ignore_eos)
 
 
@@ -193,8 +224,11 @@ def load_matrix(path: str | Path) -> Matrix:
     except UnicodeDecodeError:
         raise InputError(path, 0, "expected a UTF-8 TOML matrix file") from None
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", 0) or 0
+        at = re.search(r"\(at line (\d+)", str(exc))
+        line = getattr(exc, "lineno", 0) or (int(at.group(1)) if at else 0)
         raise InputError(path, line, f"expected valid TOML ({str(exc).split(' (at')[0]})") from None
+    except RecursionError:  # tomllib recurses per nesting level: thousands of '[' are bad input, not a crash
+        raise InputError(path, 0, "expected valid TOML (nested too deeply)") from None
     raw = expand_env(raw, path)
     methods = []
     for name, m in _need(raw, "methods", dict, path, "matrix").items():
@@ -203,15 +237,17 @@ def load_matrix(path: str | Path) -> Matrix:
         if not isinstance(m, dict):
             raise InputError(path, 0, f"methods.{name}: expected a table")
         depths = (0,) if name == "none" else _ints(m.get("depths", [2, 3, 4, 5]), path, f"methods.{name}.depths", 1, 16)
-        methods.append(MethodSpec(name, depths, m.get("draft_model"), dict(m.get("extra", {}))))
+        methods.append(MethodSpec(name, depths, m.get("draft_model"),
+                                  dict(_opt_table(m, "extra", path, f"methods.{name}"))))
     families = []
     for name, f in _need(raw, "families", dict, path, "matrix").items():
         if not isinstance(f, dict):
             raise InputError(path, 0, f"families.{name}: expected a table")
         families.append(FamilySpec(
             name, str(_need(f, "model", str, path, f"families.{name}")),
-            int(f.get("tensor_parallel_size", 1)), tuple(str(a) for a in f.get("vllm_args", [])),
-            {str(k): str(v) for k, v in f.get("draft_models", {}).items()},
+            _opt_int(f, "tensor_parallel_size", 1, 1, 1024, path, f"families.{name}"),
+            tuple(str(a) for a in _opt_list(f, "vllm_args", path, f"families.{name}")),
+            {str(k): str(v) for k, v in _opt_table(f, "draft_models", path, f"families.{name}").items()},
         ))
     workloads = []
     for name, w in _need(raw, "workloads", dict, path, "matrix").items():
@@ -222,7 +258,7 @@ def load_matrix(path: str | Path) -> Matrix:
     gpus = _need(raw, "gpus", list, path, "matrix")
     if not gpus or not all(isinstance(g, str) and g for g in gpus):
         raise InputError(path, 0, "gpus: expected a non-empty list of GPU names")
-    loads = raw.get("load", {})
+    loads = _opt_table(raw, "load", path, "matrix")
     concurrency = _ints(loads.get("concurrency", [1]), path, "load.concurrency", 1, 100000)
     requests = run.get("requests_per_cell", 200)
     if not isinstance(requests, int) or isinstance(requests, bool) or not 1 <= requests <= 1_000_000:
@@ -234,11 +270,13 @@ def load_matrix(path: str | Path) -> Matrix:
     return Matrix(
         path=path, name=str(raw.get("name", path.stem)), methods=tuple(methods), families=tuple(families),
         workloads=tuple(workloads), gpus=tuple(gpus), concurrency=concurrency, requests_per_cell=requests,
-        warmup_requests=int(run.get("warmup_requests", 2)), endpoint=str(run.get("endpoint", "completions")),
-        launch=str(run.get("launch", DEFAULT_LAUNCH)), env={str(k): str(v) for k, v in run.get("env", {}).items()},
-        startup_timeout_s=float(run.get("startup_timeout_s", 600)),
-        request_timeout_s=float(run.get("request_timeout_s", 300)),
-        stall_timeout_s=float(run.get("stall_timeout_s", 60)),
+        warmup_requests=_opt_int(run, "warmup_requests", 2, 0, 1_000_000, path, "run"),
+        endpoint=str(run.get("endpoint", "completions")),
+        launch=str(run.get("launch", DEFAULT_LAUNCH)),
+        env={str(k): str(v) for k, v in _opt_table(run, "env", path, "run").items()},
+        startup_timeout_s=_opt_float(run, "startup_timeout_s", 600, 0.001, 86_400, path, "run"),
+        request_timeout_s=_opt_float(run, "request_timeout_s", 300, 0.001, 86_400, path, "run"),
+        stall_timeout_s=_opt_float(run, "stall_timeout_s", 60, 0.001, 86_400, path, "run"),
         port=_port(run.get("port"), path),
         adaptive=parse_adaptive(raw.get("adaptive"), path), digest=hashlib.sha256(raw_bytes).hexdigest()[:16],
     )

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import csv
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ingest.errors import UsageError
 from ingest.records import KNOWN_METHODS, CellKey
-from ingest.store import REPO_ROOT
 
 SETTABLE: tuple[str, ...] = ("method", "depth", "family", "model", "workload", "gpu", "concurrency", "gpu_count")
 INT_KEYS: frozenset[str] = frozenset({"depth", "concurrency", "gpu_count"})
 UNKNOWN = "unknown"
+MODELS_CSV = Path(__file__).resolve().parents[2] / "data" / "models.csv"
 MAX_DEPTH = 64
 # Families seen in published results beyond the configured ones, so common model ids resolve.
 EXTRA_FAMILIES: tuple[str, ...] = ("Llama", "Vicuna", "DeepSeek", "gpt-oss", "GLM", "Mistral")
@@ -47,9 +48,8 @@ def parse_sets(items: list[str]) -> dict[str, str]:
 @cache
 def known_families() -> tuple[str, ...]:
     names: list[str] = []
-    path = REPO_ROOT / "data" / "models.csv"
-    if path.exists():
-        with open(path, newline="", encoding="utf-8") as fh:
+    if MODELS_CSV.exists():
+        with open(MODELS_CSV, newline="", encoding="utf-8") as fh:
             names = [row["family"] for row in csv.DictReader(fh) if row.get("family")]
     names += [f for f in EXTRA_FAMILIES if f not in names]
     return tuple(sorted(names, key=len, reverse=True))  # longest first: "gpt-oss" before "gpt"
@@ -62,7 +62,8 @@ def family_from_model(model: str | None) -> str | None:
     return next((f for f in known_families() if f.lower() in low), None)
 
 
-def resolve(found: dict[str, Any], overrides: dict[str, str], warnings: list[str], where: str = "") -> tuple[CellKey, int]:
+def resolve(found: dict[str, Any], overrides: dict[str, str], warnings: list[str],
+            where: str = "") -> tuple[CellKey, int]:
     """The cell key and GPU count from overrides > file values > inference > unknown (with a warning)."""
     values = {k: v for k, v in found.items() if v is not None and v != ""}
     values.update(overrides)

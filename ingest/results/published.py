@@ -29,7 +29,6 @@ from typing import Any
 
 import polars as pl
 
-from ingest import schema
 from ingest.errors import InputError, UsageError
 from ingest.records import CellKey
 from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
@@ -38,12 +37,14 @@ from ingest.results.source import read_text, sha256_file
 FORMAT = "published_csv"
 COLUMNS = ("source_url", "source_title", "published", "engine", "gpu", "gpu_count", "model", "model_family", "moe",
            "method", "depth", "workload", "dataset", "concurrency", "temperature", "metric", "value", "unit", "notes")
+# the `published` table's columns (ingest/schema.py), spelled here so parsing needs no SQLAlchemy import
+TABLE_COLUMNS = ("run_id", "line", *COLUMNS, "cell_id", "cell_column")
 REQUIRED = ("source_url", "method", "model", "model_family", "workload", "metric", "value")
 PER_GPU_UNITS = frozenset({"tok/s/gpu", "tok/s per rank", "tok/s per gpu"})
 
 
 def looks_like_header(names: list[str]) -> bool:
-    return {"source_url", "metric", "value"} <= {n.strip() for n in names}
+    return len({"source_url", "metric", "value", "model_family", "unit"} & {n.strip() for n in names}) >= 3
 
 
 def cell_column(metric: str, unit: str) -> str | None:
@@ -53,7 +54,9 @@ def cell_column(metric: str, unit: str) -> str | None:
     if metric == "acceptance_rate" and unit in ("fraction", ""):
         return "acceptance_rate"
     if metric == "output_throughput_tok_s":
-        return "output_throughput_per_gpu" if unit in PER_GPU_UNITS else "output_throughput" if unit == "tok/s" else None
+        if unit in PER_GPU_UNITS:
+            return "output_throughput_per_gpu"
+        return "output_throughput" if unit == "tok/s" else None
     if metric == "tpot_ms" and unit in ("ms", ""):
         return "mean_tpot_ms"
     return None
@@ -80,17 +83,19 @@ def _rows(path: Path, text: str) -> list[dict[str, Any]]:
                          f"({', '.join(COLUMNS)})")
     out = []
     while True:
+        start = reader.line_num + 1  # a quoted field may span lines: errors point at the row's first line
         try:
             raw = next(reader)
         except StopIteration:
             break
         except csv.Error as exc:
-            raise InputError(path, reader.line_num, f"malformed CSV: {exc}") from None
-        line = reader.line_num
+            raise InputError(path, start, f"malformed CSV: {exc}") from None
+        line = start
         if not any(v.strip() for v in raw):
             continue
         if len(raw) != len(names):
-            raise InputError(path, line, f"{len(raw)} fields, expected {len(names)} (as in the header)")
+            spans = f" (a quote opened here runs to line {reader.line_num})" if reader.line_num > start else ""
+            raise InputError(path, line, f"{len(raw)} fields, expected {len(names)} (as in the header){spans}")
         row = {n: v.strip() for n, v in zip(names, raw, strict=True)}
         for col in ("source_url", "method", "metric"):
             if not row[col]:
@@ -164,7 +169,7 @@ def _table(rows: list[dict[str, Any]], run_id: str) -> pl.DataFrame:
     """The ``published`` rows: source columns as read (empty text → null), plus where each landed."""
     types = {"value": pl.Float64, "temperature": pl.Float64, "line": pl.Int64, "gpu_count": pl.Int64,
              "moe": pl.Boolean}
-    names = schema.column_names(schema.published)
+    names = TABLE_COLUMNS
     data = {c: [run_id] * len(rows) if c == "run_id" else [(r.get(c) or None) if isinstance(r.get(c), str)
                                                             else r.get(c) for r in rows] for c in names}
     return pl.DataFrame(data, schema={c: types.get(c, pl.String) for c in names})

@@ -17,7 +17,6 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from ingest import schema, sql, store
 from ingest.errors import InputError, UsageError
 from ingest.results.model import ParsedFile, ReadOptions, import_run
 from ingest.results.source import check_size, sha256_file
@@ -57,8 +56,7 @@ def _read_table(folder: Path, name: str) -> pl.DataFrame | None:
     missing = [c for c in REQUIRED[name] if c not in frame.columns]
     if missing:
         raise InputError(path, 0, f"{name}.parquet lacks columns {', '.join(missing)}; expected a spectune export")
-    known = set(schema.column_names(schema.metadata.tables[name]))
-    return frame.select([c for c in frame.columns if c in known])
+    return frame  # columns the store does not know are dropped when the rows are inserted
 
 
 def _check(folder: Path, tables: dict[str, pl.DataFrame]) -> None:
@@ -112,20 +110,23 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         raise InputError(folder / "runs.parquet", 0, "missing; expected a complete export (runs, cells, ...)")
     _check(folder, tables)
     if "requests" in tables and tables["requests"].height:
-        ok_cells = tables["cells"]
-        tables["cell_bootstrap"] = store.bootstrap_frames(ok_cells, tables["requests"])
+        from ingest import store  # here, not at the top: rejecting a bad file needs no store imports
+
+        tables["cell_bootstrap"] = store.bootstrap_frames(tables["cells"], tables["requests"])
     file_hash = folder_hash(folder)
     runs = sorted(set(tables["cells"]["run_id"].to_list()))
     backends = sorted(set(tables["runs"]["backend"].to_list()))
+    notes = f"spectune export of runs {', '.join(runs)} (backends {', '.join(backends)})"
     parsed = ParsedFile(path=folder, format=FORMAT, file_hash=file_hash, tables=tables,
-                        run=import_run(folder, FORMAT, file_hash,
-                                       notes=f"spectune export of runs {', '.join(runs)} (backends {', '.join(backends)})"))
+                        run=import_run(folder, FORMAT, file_hash, notes=notes))
     parsed.summary = {"runs": runs, "backends": backends}
     return parsed
 
 
 def export_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str], out: Path) -> dict[str, Any]:
     """Write the given runs' rows as an export folder; returns rows per table."""
+    from ingest import sql, store
+
     have = set(sql.frame(con, "SELECT run_id FROM runs")["run_id"].to_list())
     missing = [r for r in run_ids if r not in have]
     if missing:

@@ -29,7 +29,9 @@ from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
 from ingest.results.source import Doc, finite, json_docs, key_line, read_text, sha256_file
 
 FORMAT = "vllm_bench"
-MARKERS = ("duration", "completed", "output_throughput")
+# Keys every vllm bench serve / benchmark_serving.py result has; three of them identify the format.
+MARKERS = frozenset({"duration", "completed", "output_throughput", "request_throughput", "total_token_throughput",
+                     "num_prompts", "max_concurrency", "request_rate", "total_output_tokens"})
 REQUIRED = ("duration", "completed", "output_throughput")
 ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "e2els", "start_times", "errors")
 LATENCIES = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2el": "e2e_ms"}
@@ -46,7 +48,7 @@ META_KEYS = {"method": "method", "spec_method": "method", "speculative_method": 
 
 
 def looks_like(doc: Any) -> bool:
-    return isinstance(doc, dict) and all(k in doc for k in MARKERS)
+    return isinstance(doc, dict) and len(MARKERS & set(doc)) >= 3
 
 
 class _Doc:
@@ -138,6 +140,8 @@ def _requests(d: _Doc, n: int) -> tuple[pl.DataFrame, np.ndarray | None]:
             if e is not None and not isinstance(e, str):
                 raise d.fail("errors", f"'errors'[{i}] must be text or null, got {type(e).__name__}")
             errors[i] = e.strip() if e and e.strip() else None
+    if errors_raw is None and lat is not None:  # no errors array: vLLM leaves latency 0.0 on a failed request
+        errors = [None if v > 0 else "failed (no latency recorded)" for v in np.nan_to_num(lat)]
     ok = np.array([e is None for e in errors])
     for name, arr in (("input_lens", ins), ("output_lens", outs)):
         if arr is not None and np.any(np.isfinite(arr) & (arr != np.round(arr))):
@@ -220,7 +224,8 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
     for doc in docs:
         d = _Doc(path, text, doc)
         if not isinstance(d.d, dict):
-            raise InputError(path, doc.line, f"expected a JSON object (a vllm bench serve result), got {type(d.d).__name__}")
+            raise InputError(path, doc.line,
+                             f"expected a JSON object (a vllm bench serve result), got {type(d.d).__name__}")
         missing = [k for k in REQUIRED if k not in d.d]
         if missing:
             raise InputError(path, doc.line, f"not a vllm bench serve result: missing {', '.join(missing)}")
@@ -237,6 +242,9 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         where = f"line {doc.line}" if len(docs) > 1 else ""
         if n:
             requests, itl_ms = _requests(d, n)
+            if d.d.get("ttfts") is None:
+                parsed.warnings.append(f"{where or 'file'}: only latencies per request (saved without "
+                                       "--save-detailed): TTFT/TPOT/ITL figures as given, intervals from e2e only")
             n_ok = int(requests["ok"].sum())
             if n_ok != int(completed):
                 parsed.warnings.append(f"{where or 'file'}: {n_ok} successful requests in the arrays but "

@@ -41,13 +41,26 @@ def alive(pid: int) -> bool:
 
 
 def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    """Does the group have a live (non-zombie) member? A zombie waits for its parent, not for us."""
+    proc = Path("/proc")
+    if not proc.is_dir():  # not Linux: the signal probe (counts zombies as alive)
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
         return True
-    return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 def write(path: Path, pgid: int, port: int, label: str) -> None:

@@ -28,9 +28,24 @@ def open_page(page: str = "pages/winners.py", query: dict[str, str | list[str]] 
     at = AppTest.from_file(str(APP), default_timeout=120)
     for k, v in (query or {}).items():
         at.query_params[k] = v
-    at.run()
-    if page != "pages/winners.py":
+    if page != "pages/winners.py":  # open the page itself, as a link to it would
         at.switch_page(page)
-        at.run()
+    at.run()
     assert not at.exception, [e.message for e in at.exception]
     return at
+
+
+def chart_specs(at: AppTest) -> list[dict]:
+    """Every chart on the page as {"spec": Vega-Lite spec, "rows": rows of all its datasets}."""
+    import json
+
+    import polars as pl
+    import pyarrow as pa
+
+    out = []
+    for el in at.get("vega_lite_chart"):
+        rows = []
+        for ds in el.proto.datasets:
+            rows += pl.from_arrow(pa.ipc.open_stream(ds.data.data).read_all()).to_dicts()
+        out.append({"spec": json.loads(el.proto.spec), "rows": rows})
+    return out

@@ -30,8 +30,9 @@ HERE = Path(__file__).resolve().parent
 SEED = 20261116
 QWEN = "Qwen/Qwen3.5-397B-A17B"
 SERVER_ERROR = ("Traceback (most recent call last):\n  File \"vllm/benchmarks/lib/endpoint_request_func.py\", "
-                "line 212, in async_request_openai_completions\n    async with session.post(url=api_url, json=payload, "
-                "headers=headers) as response:\naiohttp.client_exceptions.ServerDisconnectedError: Server disconnected\n")
+                "line 212, in async_request_openai_completions\n    async with session.post(url=api_url, "
+                "json=payload, headers=headers) as response:\n"
+                "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected\n")
 WORDS = ("def", "return", "for", "in", "range", "if", "else", "the", "value", "list", "result", "import")
 
 
@@ -159,7 +160,8 @@ def vllm_sweep(rng: np.random.Generator) -> list[dict]:
             k: st[k] for k in ("total_input_tokens", "total_output_tokens", "request_throughput")}
         body |= {"request_goodput": None, "output_throughput": st["output_throughput"],
                  "total_token_throughput": st["total_token_throughput"], "latencies": s["lats"],
-                 "queue_times": [0.0] * len(s["lats"]), "max_output_tokens_per_s": round(st["output_throughput"] * 1.3, 1),
+                 "queue_times": [0.0] * len(s["lats"]),
+                 "max_output_tokens_per_s": round(st["output_throughput"] * 1.3, 1),
                  "max_concurrent_requests": c, "rtfx": 0.0}
         out.append(head | body | _spec(s) | {k: v for k, v in st.items() if k.startswith(("mean_", "median_",
                                                                                             "std_", "p"))})

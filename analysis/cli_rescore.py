@@ -1,0 +1,131 @@
+"""``python -m analysis rescore TRACE`` — which (method, depth) wins on a traffic trace, per shard.
+
+Owns the command (registered into analysis/__main__.py's COMMANDS). TRACE is a file (read with
+ingest.traces, workloads assigned by analysis.classify; nothing is stored) or a stored trace id / id
+prefix (``python -m ingest trace`` prints it). Prints one JSON document with ``--json`` (DESIGN keys:
+trace {requests, workload_mix, shards}, default, recommendations[...]; see docs/rescoring.md), else a
+table with the ``--speculative-config`` to deploy per shard. Bad input exits 2 with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from analysis.rescore_trace import SHARD_BY
+from ingest.errors import UsageError
+
+METRIC_CHOICES = ("output_throughput", "p99_e2e_ms", "goodput")
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    from ingest.traces import FORMAT_CHOICES, TIMESTAMP_UNITS
+
+    p.add_argument("trace", metavar="TRACE", help="trace file, or a stored trace id (prefix)")
+    p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="file format (default: detected)")
+    p.add_argument("--family", action="append", default=[], help="model family (repeatable; default: all)")
+    p.add_argument("--gpu", action="append", default=[], help="GPU (repeatable; default: all)")
+    p.add_argument("--workload", default=None, help="workload for requests the trace leaves unlabelled")
+    p.add_argument("--default", default="mtp:3", metavar="METHOD:DEPTH", help="what you run today (default mtp:3)")
+    p.add_argument("--metric", default="output_throughput", choices=METRIC_CHOICES)
+    p.add_argument("--slo-ttft-ms", type=float, default=None, help="goodput SLO: TTFT ≤ this")
+    p.add_argument("--slo-tpot-ms", type=float, default=None, help="goodput SLO: TPOT ≤ this")
+    p.add_argument("--shard-by", default="auto", choices=SHARD_BY, help="auto: shard column if any, else workload")
+    p.add_argument("--replicas", type=float, default=1.0, help="servers the trace is spread over (default 1)")
+    p.add_argument("--concurrency", type=float, default=None, help="fixed load per server (overrides timestamps)")
+    p.add_argument("--acceptance", default="auto", choices=["auto", "benchmark"],
+                   help="auto: fit acceptance from the trace's counters when present")
+    p.add_argument("--observed", default=None, metavar="METHOD:DEPTH",
+                   help="config that produced the trace's counters (default: --default)")
+    p.add_argument("--draft-model", action="append", default=[], metavar="METHOD=PATH",
+                   help="drafter checkpoint to put in the config (eagle3, dflash, dspark …)")
+    p.add_argument("--map", dest="maps", action="append", default=[], metavar="FIELD=COLUMN",
+                   help="generic CSV/JSONL/Parquet: source column of a field (repeatable)")
+    p.add_argument("--timestamp-unit", default=None, choices=TIMESTAMP_UNITS)
+
+
+def _options(args: argparse.Namespace):
+    from analysis.rescore import RescoreOptions
+    from analysis.rescore_config import parse_choice, parse_draft_models
+
+    for flag, value in (("--replicas", args.replicas), ("--concurrency", args.concurrency),
+                        ("--slo-ttft-ms", args.slo_ttft_ms), ("--slo-tpot-ms", args.slo_tpot_ms)):
+        if value is not None and not (value > 0 and value < 1e9):
+            raise UsageError(f"{flag} must be a positive number, got {value}")
+    return RescoreOptions(
+        families=tuple(args.family), gpus=tuple(args.gpu), default=parse_choice(args.default), metric=args.metric,
+        slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms, shard_by=args.shard_by,
+        replicas=args.replicas, concurrency=args.concurrency, acceptance=args.acceptance,
+        observed=parse_choice(args.observed) if args.observed else None,
+        draft_models=parse_draft_models(args.draft_model))
+
+
+def load_input(args: argparse.Namespace, con):
+    """(frame, meta) from a file (read + classified) or a stored trace."""
+    from analysis.classify import assign_workloads
+    from analysis.rescore_stored import load_trace, looks_like_id
+    from ingest.trace_store import trace_id_for
+
+    path = Path(args.trace)
+    if path.exists() or not looks_like_id(args.trace):  # a missing file is the reader's one-line error
+        from ingest.cli_trace import mapping_from_args
+        from ingest.traces import read_trace
+
+        tf = read_trace(path, args.format, mapping_from_args(args.maps, args.timestamp_unit), args.workload)
+        frame, assignment = assign_workloads(tf.frame)
+        return frame, {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format,
+                       "file_hash": tf.file_hash, "source": "file", "workload_assignment": assignment,
+                       "dropped": dict(tf.dropped), "warnings": list(tf.warnings)}
+    frame, meta = load_trace(con, args.trace)
+    if args.workload:
+        import polars as pl
+
+        frame = frame.with_columns(pl.col("workload").fill_null(args.workload.strip().lower()))
+    return frame, meta
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.__main__ import _open
+    from analysis.rescore import rescore
+
+    opts = _options(args)
+    with _open(args) as con:
+        frame, meta = load_input(args, con)
+        res = rescore(con, frame, opts, meta)
+    if not res["recommendations"]:
+        raise UsageError("nothing could be scored: the store has no cells for this trace's workloads and loads")
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    _print(res)
+    return 0
+
+
+def _print(res: dict) -> None:
+    if res["simulated"]:
+        print("SIMULATED data (backend=sim): predictions from calibrated model output, not measurements")
+    t = res["trace"]
+    mix = ", ".join(f"{w} {f:.0%}" for w, f in t["workload_mix"].items())
+    print(f"trace {t.get('trace_id', '')}: {t['requests']} requests ({mix}); default {res['default']['method']}:"
+          f"{res['default']['depth']}; metric {res['metric']}")
+    for r in res["recommendations"]:
+        gain = "" if r["gain_vs_default_pct"] is None else f"{r['gain_vs_default_pct']:+.1f}% vs default"
+        verdict = "clear" if r["clear"] else "tie: " + ", ".join(
+            f"{x['method']}:{x['depth']}" for x in r["tied"][:4]) + (" …" if len(r["tied"]) > 4 else "")
+        print(f"{r['gpu']:<7} {r['family']:<8} {r['shard'][:16]:<16} {r['method']}:{r['depth']:<2} {gain:<20} "
+              f"{verdict}")
+        drafter = "  # add \"model\": <drafter checkpoint>" if r["needs_draft_model"] else ""
+        print(f"        vllm serve {r['model']} {r['vllm_args'] or '(no speculative flag)'}{drafter}")
+    for tax in res["tax"]:
+        print(f"tax of the default on {tax['gpu']} {tax['family']}: {tax['output_throughput_gain_pct']:+.1f}% "
+              "throughput left on the table")
+    for w in res["warnings"]:
+        print(f"warning: {w}")
+
+
+Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
+COMMANDS: dict[str, Command] = {
+    "rescore": (add_args, run, "re-score (method, depth) on your traffic trace; the vLLM config to deploy"),
+}

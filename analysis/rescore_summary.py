@@ -1,0 +1,76 @@
+"""Frames that describe a trace and a re-scoring result for tables and charts (the dashboard's inputs).
+
+Owns the shaping of numbers already computed elsewhere: length histograms (log2 bins), the workload
+mix, the arrival rate over time (from analysis.rescore_trace's buckets), and the recommendation,
+candidate and tax tables of an analysis.rescore document. No chart code here, and no store access.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.rescore_trace import TraceBuckets, time_profile
+
+
+def length_histogram(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Requests per power-of-two bin of ``column`` (input_tokens / output_tokens): lo, hi, bin, requests."""
+    if column not in ("input_tokens", "output_tokens"):
+        raise ValueError(f"no histogram for {column!r}")
+    k = pl.max_horizontal(pl.col(column), pl.lit(1)).cast(pl.Float64).log(2).floor().cast(pl.Int32)
+    out = frame.lazy().select(k.alias("k")).group_by("k").len().sort("k").collect()
+    lo = (2 ** out["k"].cast(pl.Int64))
+    return pl.DataFrame({"lo": lo, "hi": lo * 2 - 1, "requests": out["len"]}).with_columns(
+        pl.format("{}–{}", "lo", "hi").alias("bin"))
+
+
+def mix_frame(mix: dict[str, float]) -> pl.DataFrame:
+    return pl.DataFrame({"workload": list(mix), "share": list(mix.values())},
+                        schema={"workload": pl.String, "share": pl.Float64})
+
+
+def arrival_rate(b: TraceBuckets) -> pl.DataFrame:
+    """t_start_s, requests, rate_rps per time bucket (empty without timestamps)."""
+    if not b.has_time:
+        return pl.DataFrame(schema={"t_start_s": pl.Float64, "requests": pl.UInt32, "rate_rps": pl.Float64})
+    return time_profile(b)
+
+
+def recommendations(doc: dict) -> pl.DataFrame:
+    """One row per (family, gpu, shard): the winner, its gain over the default, the verdict, the config."""
+    rows = []
+    for r in doc["recommendations"]:
+        ci = r.get("gain_ci_pct") or [None, None]
+        rows.append({
+            "family": r["family"], "gpu": r["gpu"], "shard": r["shard"], "requests": r["requests"],
+            "method": r["method"], "depth": r["depth"], "gain_vs_default_pct": r["gain_vs_default_pct"],
+            "gain_ci_low": ci[0], "gain_ci_high": ci[1],
+            "verdict": "clear" if r["clear"] else "tie: " + ", ".join(
+                f"{t['method']}:{t['depth']}" if t["method"] != "none" else "none" for t in r["tied"]),
+            "keep_default": r["keep_default"],
+            "output_throughput": r["expected"]["output_throughput"], "p99_e2e_ms": r["expected"]["p99_e2e_ms"],
+            "mean_concurrency": r["load"]["mean_concurrency"], "vllm_args": r["vllm_args"],
+        })
+    schema = {"family": pl.String, "gpu": pl.String, "shard": pl.String, "requests": pl.Int64, "method": pl.String,
+              "depth": pl.Int64, "gain_vs_default_pct": pl.Float64, "gain_ci_low": pl.Float64,
+              "gain_ci_high": pl.Float64, "verdict": pl.String, "keep_default": pl.Boolean,
+              "output_throughput": pl.Float64, "p99_e2e_ms": pl.Float64, "mean_concurrency": pl.Float64,
+              "vllm_args": pl.String}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def candidates(doc: dict) -> pl.DataFrame:
+    """Every scored candidate per shard with its value relative to the shard's default (gain %)."""
+    frame = pl.DataFrame(doc["candidates"], infer_schema_length=None) if doc["candidates"] else pl.DataFrame()
+    if frame.height == 0:
+        return frame
+    base = frame.filter(pl.col("is_default")).select("family", "gpu", "shard", pl.col("value").alias("_base"))
+    frame = frame.join(base, on=["family", "gpu", "shard"], how="left")
+    ratio = (pl.col("value") / pl.col("_base")) if doc["higher_is_better"] else (pl.col("_base") / pl.col("value"))
+    label = pl.when(pl.col("method") == "none").then(pl.lit("none")).otherwise(pl.format("{}:{}", "method", "depth"))
+    return frame.with_columns(((ratio - 1) * 100).alias("gain_vs_default_pct"), label.alias("candidate")).drop("_base")
+
+
+def tax(doc: dict) -> pl.DataFrame:
+    """Per shard: what the default costs against the recommendation (gain %, interval, winning method)."""
+    return recommendations(doc).select("family", "gpu", "shard", "method", "depth", "gain_vs_default_pct",
+                                       "gain_ci_low", "gain_ci_high", "requests")

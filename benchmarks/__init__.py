@@ -1,0 +1,1 @@
+"""spectune's own performance benchmarks (see benchmarks/run.py and benchmarks/RESULTS.md)."""

@@ -1,0 +1,186 @@
+"""spectune's own performance, measured: ``python benchmarks/run.py [--quick] [--json]``.
+
+Owns the benchmark plan (sizes, repeats, order) and the output document ``{"figures": {...}, "machine":
+{...}, "sizes": {...}}``. Every figure is a median over repeats with min and max (see benchmarks/common.py),
+its target from DESIGN "Performance targets" and whether it was met; the obvious baseline runs in the same
+process (``winners_10m_pandas_s``). Benchmarks run one after another (the machine has 2 cores, shared).
+``--quick`` (< 60 s, for CI) uses small sizes; the figure names stay the same and ``sizes`` says what was used.
+
+Inputs are generated under ``--workdir`` (default: a temporary folder, removed afterwards): an export of N
+request rows (benchmarks/generate.py), Azure-shaped traces (benchmarks/traces.py), the default store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import figure, load_average, machine, timed
+
+KEYS = ("winners_10m_s", "winners_10m_pandas_s", "rescore_1m_csv_s", "rescore_10m_parquet_s", "ingest_rows_per_s",
+        "page_rerun_s", "cold_start_s", "dashboard_rss_mb", "client_cpu_ms_per_request")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    store_rows: int = 10_000_000
+    csv_rows: int = 1_000_000
+    parquet_rows: int = 10_000_000
+    repeats: int = 5
+    ingest_repeats: int = 3
+    pandas_repeats: int = 2
+    rescore_repeats: int = 3
+    page_changes: int = 7
+    cold_repeats: int = 3
+    rss_repeats: int = 1
+    client_requests: int = 2000
+    client_repeats: int = 3
+
+
+QUICK = Plan(store_rows=302_400, csv_rows=100_000, parquet_rows=300_000, repeats=3, ingest_repeats=2,
+             pandas_repeats=1, rescore_repeats=1, page_changes=3, cold_repeats=1, client_requests=300,
+             client_repeats=1)
+
+
+def _rescore(db: Path, trace: Path, repeats: int) -> dict[str, Any]:
+    """The CLI's own path (``python -m analysis rescore TRACE --json``) in this process."""
+    from analysis.__main__ import main as analysis_main
+
+    def once() -> dict:
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = analysis_main(["rescore", str(trace), "--db", str(db), "--json"])
+        if code != 0:
+            raise RuntimeError(f"rescore exited {code}")
+        return json.loads(buf.getvalue())
+
+    s = timed(once, repeats)
+    doc = s.results[-1]
+    return figure(s.wall, cpu=s.cpu, requests=doc["trace"]["requests"], recommendations=len(doc["recommendations"]),
+                  file_mb=round(trace.stat().st_size / 2**20, 1))
+
+
+def _make_traces(workdir: Path, plan: Plan) -> tuple[Path, Path]:
+    from benchmarks import traces
+
+    # the Azure file naming carries the workload (``code``), as the public traces do
+    csv = workdir / f"AzureLLMInferenceTrace_code_{plan.csv_rows}.csv"
+    pq = workdir / f"trace_mixed_{plan.parquet_rows}.parquet"
+    if not csv.exists():
+        traces.make_trace(plan.csv_rows, csv, "csv", workload="code")
+    if not pq.exists():
+        traces.make_trace(plan.parquet_rows, pq, "parquet")
+    return csv, pq
+
+
+def run(plan: Plan, workdir: Path, only: set[str] | None = None, log=print) -> dict[str, Any]:
+    from benchmarks import dashboard_bench, store_bench
+
+    def want(key: str) -> bool:
+        return only is None or key in only
+
+    figures: dict[str, Any] = {}
+    info = machine()
+    default_db = workdir / "default" / "spectune.duckdb"
+    if not default_db.exists():
+        from ingest.default_data import build_default_db
+
+        build_default_db(default_db)
+
+    big_db = workdir / f"store_{plan.store_rows}.duckdb"
+    export = store_bench.export_dir(workdir, plan.store_rows)
+    if want("ingest_rows_per_s") or not big_db.exists():
+        log(f"ingest: {plan.store_rows} rows × {plan.ingest_repeats}")
+        figures["ingest_rows_per_s"], _ = store_bench.ingest(export, big_db, plan.ingest_repeats)
+        figures["ingest_bootstrap_s"] = store_bench.bootstrap_only(export)
+    if want("winners_10m_s") or want("winners_10m_pandas_s"):
+        log("winners (store)")
+        figures["winners_10m_s"], doc = store_bench.winners(big_db, plan.repeats)
+        if want("winners_10m_pandas_s"):
+            log(f"winners (pandas baseline) × {plan.pandas_repeats}")
+            figures["winners_10m_pandas_s"], figures["winners_10m_pandas_point_s"] = store_bench.pandas_baseline(
+                export, plan.pandas_repeats, doc)
+            figures["winners_10m_pandas_s"]["ratio_vs_spectune"] = round(
+                figures["winners_10m_pandas_s"]["median"] / figures["winners_10m_s"]["median"], 1)
+            figures["winners_10m_pandas_s"]["ratio_target"] = ">= 10"
+            figures["winners_10m_pandas_point_s"]["ratio_vs_spectune"] = round(
+                figures["winners_10m_pandas_point_s"]["median"] / figures["winners_10m_s"]["median"], 1)
+    if want("rescore_1m_csv_s") or want("rescore_10m_parquet_s"):
+        csv, pq = _make_traces(workdir, plan)
+        if want("rescore_1m_csv_s"):
+            log(f"rescore CSV {plan.csv_rows}")
+            figures["rescore_1m_csv_s"] = {**_rescore(default_db, csv, plan.rescore_repeats), "target": "< 3"}
+        if want("rescore_10m_parquet_s"):
+            log(f"rescore Parquet {plan.parquet_rows}")
+            figures["rescore_10m_parquet_s"] = {**_rescore(default_db, pq, plan.rescore_repeats), "target": "< 10"}
+        for key, target in (("rescore_1m_csv_s", 3.0), ("rescore_10m_parquet_s", 10.0)):
+            if key in figures:
+                figures[key]["meets_target"] = figures[key]["median"] < target
+    if want("page_rerun_s"):
+        log("page rerun (AppTest)")
+        figures["page_rerun_s"] = dashboard_bench.page_rerun(default_db, plan.page_changes)
+    if want("cold_start_s"):
+        log("cold start")
+        figures["cold_start_s"] = dashboard_bench.cold_start(workdir, plan.cold_repeats)
+    if want("dashboard_rss_mb"):
+        log("dashboard RSS (streamlit run + Chromium)")
+        figures["dashboard_rss_mb"] = dashboard_bench.dashboard_rss(big_db, plan.store_rows, plan.rss_repeats)
+    if want("client_cpu_ms_per_request"):
+        log("client overhead")
+        from benchmarks.client_overhead import measure
+
+        runs = [measure(plan.client_requests, 64) for _ in range(plan.client_repeats)]
+        figures["client_cpu_ms_per_request"] = figure(
+            [r["client_cpu_ms_per_request"] for r in runs], unit="ms", n_requests=plan.client_requests,
+            baseline_ms=[r["baseline"]["client_cpu_ms_per_request"] for r in runs],
+            cpu_ratio_vs_baseline=[r["cpu_ratio_vs_baseline"] for r in runs])
+    info["load_avg_end"] = load_average()
+    return {"figures": figures, "machine": info, "sizes": asdict(plan)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, < 60 s (CI)")
+    ap.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    ap.add_argument("--workdir", type=Path, default=None, help="keep generated inputs here (reused next time)")
+    ap.add_argument("--only", action="append", choices=KEYS, help="run only these figures (repeatable)")
+    args = ap.parse_args(argv)
+    plan = QUICK if args.quick else Plan()
+    tmp = None
+    if args.workdir is None:
+        tmp = tempfile.mkdtemp(prefix="spectune-bench-")
+        workdir = Path(tmp)
+    else:
+        workdir = args.workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        res = run(plan, workdir, set(args.only) if args.only else None,
+                  log=lambda m: print(f"[bench] {m}", file=sys.stderr, flush=True))
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        print(json.dumps(res))
+    else:
+        for k, f in res["figures"].items():
+            verdict = "" if "meets_target" not in f else (" ok" if f["meets_target"] else " MISSED")
+            print(f"{k:<30} {f['median']:>12} {f['unit']:<6} (min {f['min']}, max {f['max']}, n={f['repeats']})"
+                  f" {f.get('target', '')}{verdict}")
+        print(f"machine: {res['machine']['cpus']} cores, load {res['machine']['load_avg_start']} → "
+              f"{res['machine']['load_avg_end']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

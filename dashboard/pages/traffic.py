@@ -1,0 +1,328 @@
+"""Your traffic: upload a trace, see which (method, depth) wins per shard, the tax of today's default, and the
+``--speculative-config`` to deploy; saved traces; compare two traces.
+
+UI only: reading and storing go through ingest (ingest.cli_trace.read_assigned, ingest.trace_store), every
+number comes from analysis.rescore*. Uploads are capped (:data:`MAX_UPLOAD_MB`), written to a private temp
+folder under a fixed name (the uploaded file name is only ever a display label) and removed right after
+reading. Bad input is one error line, and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+import streamlit as st
+
+from analysis import rescore_compare, rescore_summary
+from analysis.rescore import RescoreOptions, rescore
+from analysis.rescore_config import parse_choice
+from analysis.rescore_stored import list_traces, load_trace
+from analysis.rescore_trace import SHARD_BY, bucketize
+from dashboard import charts, data, export, report, state, theme, widgets
+from ingest.errors import InputError
+from ingest.traces import FORMAT_CHOICES, TraceMapping
+
+PAGE = "traffic"
+# The server-wide cap is .streamlit/config.toml's maxUploadSize (200 MB); the page enforces its own, which
+# an operator (or a test) may lower with SPECTUNE_MAX_UPLOAD_MB, never raise above 200.
+_CAP = os.environ.get("SPECTUNE_MAX_UPLOAD_MB", "200").strip()
+MAX_UPLOAD_MB = min(200, max(1, int(_CAP))) if _CAP.isdigit() else 200
+SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".csv.gz", ".jsonl.gz", ".json.gz")
+WORKLOADS = ("auto", "code", "chat", "reasoning")
+FIELDS = ("input_tokens", "output_tokens", "timestamp", "workload", "shard", "prompt", "drafted_tokens",
+          "accepted_tokens")
+
+
+@st.cache_data(ttl=600, show_spinner=False)
+def _stored(path: str, st_: tuple) -> pl.DataFrame:
+    with data.reader().connection() as con:
+        return list_traces(con)
+
+
+@st.cache_data(ttl=600, max_entries=8, show_spinner="Re-scoring the trace…")
+def _rescored(path: str, st_: tuple, trace_id: str, opts: RescoreOptions) -> tuple[dict, dict]:
+    with data.reader().connection() as con:
+        frame, meta = load_trace(con, trace_id)
+        b = bucketize(frame, opts.shard_by)
+        doc = rescore(con, b, opts, meta)
+    summary = {"input": rescore_summary.length_histogram(frame, "input_tokens"),
+               "output": rescore_summary.length_histogram(frame, "output_tokens"),
+               "rate": rescore_summary.arrival_rate(b)}
+    return doc, summary
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^\w .()\-]", "_", name)[:120] or "upload"
+
+
+def _suffix(name: str) -> str:
+    low = name.lower()
+    return next((s for s in sorted(SUFFIXES, key=len, reverse=True) if low.endswith(s)), ".csv")
+
+
+def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) -> tuple[str, bool]:
+    """Upload → temp file (fixed name) → read, validate, classify → store. Returns (trace_id, new)."""
+    from ingest import store
+    from ingest.cli_trace import read_assigned
+    from ingest.trace_store import store_trace
+    from ingest.traces import detect_format
+    from ingest.traces.azure import workload_from_name
+
+    bar = st.progress(0.0, text="Receiving the upload…")
+    tmp = Path(tempfile.mkdtemp(prefix="spectune-upload-"))
+    try:
+        path = tmp / ("upload" + _suffix(up.name))
+        up.seek(0)
+        with path.open("wb") as fh:
+            while block := up.read(1 << 22):
+                fh.write(block)
+                bar.progress(min(0.3, 0.3 * fh.tell() / max(up.size, 1)), text="Receiving the upload…")
+        bar.progress(0.35, text="Checking the format…")
+        kind = detect_format(path, mapping) if fmt == "auto" else fmt
+        if workload is None and kind == "azure":  # the Azure file says code/conv only in its name
+            workload = workload_from_name(up.name)
+        bar.progress(0.45, text="Reading and validating every request…")
+        tf, assignment = read_assigned(path, kind, workload, mapping, _safe_name(up.name))
+        bar.progress(0.8, text="Storing the trace…")
+        with store.session(data.db_path()) as con:
+            trace_id, new = store_trace(con, tf, assignment=assignment, source_path="upload")
+        bar.progress(1.0, text=f"Stored {tf.frame.height:,} requests as trace {trace_id}.")
+        return trace_id, new
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # uploaded bytes never outlive the request
+
+
+def _columns(up) -> list[str]:
+    from ingest.trace_store import peek_columns
+
+    tmp = Path(tempfile.mkdtemp(prefix="spectune-upload-"))
+    try:
+        path = tmp / ("upload" + _suffix(up.name))
+        up.seek(0)
+        path.write_bytes(up.read())
+        return peek_columns(path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _mapping_form(up, message: str) -> TraceMapping | None:
+    """The file's format is unknown: let the user say which column is which."""
+    st.warning(f"{message}\n\nMap the file's columns below.", icon=":material/table_view:")
+    try:
+        cols = ["—", *_columns(up)]
+    except InputError as exc:
+        st.error(exc.one_line())
+        return None
+    with st.form(f"{PAGE}.mapform"):
+        picks = {f: st.selectbox(f, cols, key=f"{PAGE}.map.{f}") for f in FIELDS}
+        unit = st.selectbox("timestamp unit", ("s", "ms", "us", "datetime"), key=f"{PAGE}.map.unit")
+        if not st.form_submit_button("Read with this mapping"):
+            return None
+    chosen = {f: c for f, c in picks.items() if c != "—"}
+    mapping = TraceMapping(timestamp_unit=unit, **chosen)
+    if mapping.problems():
+        st.error("; ".join(mapping.problems()))
+        return None
+    return mapping
+
+
+def _upload_section() -> str | None:
+    """Upload widgets; a new trace id when a file was stored in this run."""
+    st.subheader("Upload a trace")
+    st.caption(f"Azure, BurstGPT, Mooncake, ShareGPT, vLLM JSONL, Spec-Bench, or any CSV/JSONL/Parquet with token "
+               f"counts (up to {MAX_UPLOAD_MB} MB; .gz accepted). The file is read, validated, stored once per "
+               "content (same bytes = same trace) and deleted.")
+    c1, c2 = st.columns(2)
+    fmt = c1.selectbox("Format", FORMAT_CHOICES, key=f"{PAGE}.format")
+    wl = c2.selectbox("Workload of unlabelled requests", WORKLOADS, key=f"{PAGE}.workload",
+                      help="auto: the file's own column, else the prompt classifier (docs/classifier.md), else unknown")
+    up = st.file_uploader("Trace file", key=f"{PAGE}.upload", type=[s.lstrip(".") for s in SUFFIXES])
+    if up is None:
+        return None
+    if up.size > MAX_UPLOAD_MB * 1024 * 1024:
+        st.error(f"error: {_safe_name(up.name)}: {up.size:,} bytes is over the {MAX_UPLOAD_MB} MB limit")
+        return None
+    done = st.session_state.setdefault(f"{PAGE}.done", {})
+    sig = (up.file_id, fmt, wl)
+    if sig in done:
+        return None
+    mapping = None
+    if st.session_state.get(f"{PAGE}.needs_map") == up.file_id:
+        mapping = _mapping_form(up, st.session_state.get(f"{PAGE}.map_msg", ""))
+        if mapping is None:
+            return None
+    try:
+        trace_id, new = _ingest(up, fmt, None if wl == "auto" else wl, mapping)
+    except InputError as exc:
+        text = exc.one_line().replace(str(exc.path), _safe_name(up.name))
+        if mapping is None and ("unrecognised" in text or "pass a mapping" in text):
+            st.session_state[f"{PAGE}.needs_map"], st.session_state[f"{PAGE}.map_msg"] = up.file_id, text
+            st.rerun()
+        st.error(text)
+        return None
+    done[sig] = trace_id
+    st.session_state.pop(f"{PAGE}.needs_map", None)
+    st.success(f"Trace `{trace_id}` {'stored' if new else 'was already stored (same content)'}.")
+    return trace_id
+
+
+# ---- charts (Altair; colours from dashboard.theme) ----------------------------------------------------
+
+def _bars(frame: pl.DataFrame, x: str, y: str, title: str, sort: list[str] | None = None) -> alt.Chart:
+    return alt.Chart(frame).mark_bar().encode(
+        x=alt.X(f"{x}:N", sort=sort, title=None), y=alt.Y(f"{y}:Q", title=y.replace("_", " ")),
+        tooltip=list(frame.columns)).properties(title=title, width=320, height=200)
+
+
+def _rate_chart(rate: pl.DataFrame) -> alt.Chart:
+    return alt.Chart(rate).mark_line().encode(
+        x=alt.X("t_start_s:Q", title="seconds from the first request"), y=alt.Y("rate_rps:Q", title="requests/s"),
+        tooltip=["t_start_s", "requests", "rate_rps"]).properties(title="Arrival rate", width=680, height=200)
+
+
+def _heatmap(cands: pl.DataFrame) -> alt.LayerChart:
+    base = alt.Chart(cands).encode(x=alt.X("candidate:N", title=None), y=alt.Y("shard:N", title=None))
+    rect = base.mark_rect().encode(
+        color=alt.Color("gain_vs_default_pct:Q", title="% vs default", scale=alt.Scale(scheme="blueorange",
+                                                                                       domainMid=0)),
+        stroke=alt.condition("datum.is_winner", alt.value(theme.SELECTED_STROKE), alt.value(None)),
+        tooltip=["shard", "candidate", "value", "ci_low", "ci_high", "gain_vs_default_pct", "measured_share"])
+    text = base.mark_text(fontSize=10).encode(text=alt.Text("gain_vs_default_pct:Q", format="+.0f"))
+    return (rect + text).properties(title="Every candidate per shard, % vs your default (outlined = winner)",
+                                    width=max(300, 34 * cands["candidate"].n_unique()), height=alt.Step(28))
+
+
+def _tax_chart(tax: pl.DataFrame) -> alt.LayerChart:
+    color = charts.method_color(tax["method"].unique().to_list(), title="recommended")
+    base = alt.Chart(tax).encode(y=alt.Y("shard:N", title=None))
+    bars = base.mark_bar().encode(x=alt.X("gain_vs_default_pct:Q", title="gain over your default (%)"), color=color,
+                                  tooltip=list(tax.columns))
+    err = base.mark_rule().encode(x="gain_ci_low:Q", x2="gain_ci_high:Q")
+    return (bars + err).properties(title="The tax: what your default leaves on the table", width=520,
+                                   height=alt.Step(26))
+
+
+def _show(chart: alt.TopLevelMixin, frame: pl.DataFrame, name: str, key: str) -> None:
+    st.altair_chart(charts.finish(chart), key=f"{PAGE}.{key}")
+    export.buttons(lambda: charts.finish(chart), frame, export.slug(name, key), f"{PAGE}.{key}")
+
+
+# ---- page ---------------------------------------------------------------------------------------------
+
+dims = data.dimension_values(data.db_path(), data.stamp())
+choices = ["none", *[f"{m}:{d}" for m in dims["method"] if m != "none" for d in dims["depth"] if d > 0]]
+params = [
+    widgets.p_one("fam", "Model family", dims["family"]),
+    widgets.p_one("gpu", "GPU", dims["gpu"]),
+    widgets.p_one("default", "What you run today", choices, default="mtp:3" if "mtp:3" in choices else "none"),
+    widgets.p_one("metric", "Pick winners by", ("output_throughput", "p99_e2e_ms", "goodput"),
+                  format_func=widgets.metric_label),
+    widgets.p_one("shard", "Shard by", SHARD_BY),
+    *widgets.p_slo(),
+]
+st.title("Your traffic")
+st.caption("Which speculative method and depth wins on *your* requests, per shard, what the default costs you, "
+           "and the exact vLLM flag to deploy. Predictions come from the measured matrix (per workload, "
+           "output-length bucket and load) with the acceptance/cost model filling gaps (docs/rescoring.md).")
+v = widgets.setup(PAGE, params)
+new_id = _upload_section()
+stored = _stored(data.db_path(), data.stamp())
+ids = ["", *stored["trace_id"].to_list()]
+names = dict(zip(stored["trace_id"].to_list(), stored["name"].to_list(), strict=True))
+trace_param = state.Param("trace", "one", "", tuple(ids), label="Trace")
+if new_id:
+    st.session_state[state.widget_key(PAGE, trace_param)] = new_id
+state.warn(state.seed(PAGE, [trace_param]))
+label = lambda t: "—" if not t else f"{names.get(t, '')} · {t}"  # noqa: E731
+tid = st.selectbox("Trace", ids, key=state.widget_key(PAGE, trace_param), format_func=label)
+
+slo = widgets.slo(v)
+opts = RescoreOptions(families=(v["fam"],), gpus=(v["gpu"],), default=parse_choice(v["default"]), metric=v["metric"],
+                      slo_ttft_ms=slo.ttft_ms if v["metric"] == "goodput" else None,
+                      slo_tpot_ms=slo.tpot_ms if v["metric"] == "goodput" else None, shard_by=v["shard"])
+doc = None
+if tid:
+    doc, summary = _rescored(data.db_path(), data.stamp(), tid, opts)
+    widgets.banner(doc["simulated"])
+    name = export.slug(PAGE, tid, v["fam"], v["gpu"])
+    t = doc["trace"]
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Requests", f"{t['requests']:,}")
+    c2.metric("Shards", len(t["shards"]))
+    c3.metric("Unknown workload", f"{t['workload_mix'].get('unknown', 0.0):.0%}")
+    st.caption("Workloads: " + ", ".join(f"{w} {s:.0%} (scored as {t['workload_scored_as'].get(w)})"
+                                        for w, s in t["workload_mix"].items()))
+    mix = rescore_summary.mix_frame(t["workload_mix"])
+    a, b = st.columns(2)
+    with a:
+        _show(_bars(mix, "workload", "share", "Workload mix"), mix, name, "mix")
+    with b:
+        _show(_bars(summary["output"], "bin", "requests", "Output tokens", summary["output"]["bin"].to_list()),
+              summary["output"], name, "output")
+    a, b = st.columns(2)
+    with a:
+        _show(_bars(summary["input"], "bin", "requests", "Input tokens", summary["input"]["bin"].to_list()),
+              summary["input"], name, "input")
+    with b:
+        if summary["rate"].height:
+            _show(_rate_chart(summary["rate"]), summary["rate"], name, "rate")
+        else:
+            st.info(f"No timestamps: scored at a fixed concurrency of {doc['recommendations'][0]['load']['grid']}"
+                    if doc["recommendations"] else "No timestamps.")
+    st.subheader("Recommendations")
+    recs = rescore_summary.recommendations(doc)
+    st.dataframe(recs.drop("vllm_args"), hide_index=True)
+    cands = rescore_summary.candidates(doc)
+    if cands.height:
+        _show(_heatmap(cands), cands, name, "heatmap")
+        _show(_tax_chart(rescore_summary.tax(doc)), rescore_summary.tax(doc), name, "tax")
+    st.subheader("Deploy")
+    for r in doc["recommendations"]:
+        tie = "" if r["clear"] else " (tie: any of the tied configs is as good)"
+        st.markdown(f"**{r['shard']}** → `{r['method']}:{r['depth']}`{tie}")
+        st.code(f"vllm serve {r['model']} {r['vllm_args']}".strip(), language="bash")
+        if r["needs_draft_model"]:
+            st.caption('Add `"model": "<path to the drafter checkpoint>"` to the JSON for this method.')
+    if doc["acceptance"]["drift"]:
+        st.subheader("Production vs benchmark acceptance")
+        st.dataframe(pl.DataFrame(doc["acceptance"]["drift"]), hide_index=True)
+    for w in doc["warnings"]:
+        st.warning(w)
+
+    def _report() -> report.Report:
+        tables = [("Recommendations", recs), ("Tax", rescore_summary.tax(doc))]
+        if doc["acceptance"]["drift"]:
+            tables.append(("Acceptance drift", pl.DataFrame(doc["acceptance"]["drift"])))
+        return report.Report(title=f"spectune — your traffic ({names.get(tid, tid)})",
+                             filters={**widgets.described(v, params), "Trace": label(tid)},
+                             charts=[("Candidates", _heatmap(cands)), ("Tax", _tax_chart(rescore_summary.tax(doc)))]
+                             if cands.height else [], tables=tables,
+                             provenance=data.runs(data.db_path(), data.stamp()), simulated=doc["simulated"])
+
+    report.button(_report, name, PAGE)
+
+st.divider()
+st.subheader("Saved traces")
+st.dataframe(stored, hide_index=True)
+if len(ids) > 2:
+    st.subheader("Compare two traces")
+    c1, c2 = st.columns(2)
+    ta = c1.selectbox("Trace A", ids[1:], key=f"{PAGE}.cmp_a", format_func=label)
+    tb = c2.selectbox("Trace B", ids[1:], index=1, key=f"{PAGE}.cmp_b", format_func=label)
+    if ta and tb and ta != tb:
+        da, _ = _rescored(data.db_path(), data.stamp(), ta, opts)
+        db, _ = _rescored(data.db_path(), data.stamp(), tb, opts)
+        cmp = rescore_compare.compare(da, db)
+        st.metric("Mix drift (total variation)", f"{cmp['total_variation']:.1%}")
+        st.dataframe(cmp["mix_drift"], hide_index=True)
+        st.markdown("**The recommendation changes**" if cmp["any_change"] else "**Same recommendation for both**")
+        st.dataframe(cmp["changes"], hide_index=True)
+        export.buttons(None, cmp["changes"], export.slug(PAGE, "compare", ta, tb), f"{PAGE}.cmp")
+widgets.finish(PAGE, params)
+state.write_url(PAGE, [trace_param])

@@ -1,0 +1,95 @@
+"""``python -m ingest trace FILE`` — read a traffic trace, assign workloads, and store it with provenance.
+
+Owns the command (registered into ingest/__main__.py's COMMANDS). The file is read and validated whole
+(ingest.traces) and workloads are assigned (column → ``--workload`` → prompt classifier → unknown)
+before anything is written; bad input exits 2 with one line and writes nothing. The same file twice is
+one trace (``new: false``). Generic CSV/JSONL/Parquet columns are mapped with ``--map FIELD=COLUMN``.
+
+JSON (``--json``): trace_id, format, requests, workload_mix, plus new, name, file_hash, dropped,
+warnings, workload_assignment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
+
+from ingest.errors import UsageError
+from ingest.traces import FORMAT_CHOICES, TIMESTAMP_UNITS, TraceMapping
+
+MAP_FIELDS = tuple(f.name for f in fields(TraceMapping) if f.name != "timestamp_unit")
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", type=Path, metavar="FILE", help="trace file (CSV, JSONL, JSON, Parquet; .gz ok)")
+    p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="default: detected")
+    p.add_argument("--workload", default=None, help="workload for requests the file leaves unlabelled")
+    p.add_argument("--name", default=None, help="display name (default: the file name)")
+    p.add_argument("--map", dest="maps", action="append", default=[], metavar="FIELD=COLUMN",
+                   help=f"generic formats: source column of a field ({', '.join(MAP_FIELDS)}); repeatable")
+    p.add_argument("--timestamp-unit", default=None, choices=TIMESTAMP_UNITS, help="unit of a mapped timestamp")
+
+
+def mapping_from_args(maps: list[str], unit: str | None) -> TraceMapping | None:
+    """``--map`` flags as a TraceMapping (None when no flag was given)."""
+    if not maps and unit is None:
+        return None
+    given: dict[str, str] = {}
+    for item in maps:
+        fld, sep, col = item.partition("=")
+        fld = fld.strip()
+        if not sep or fld not in MAP_FIELDS or not col.strip():
+            raise UsageError(f"--map {item!r}: expected FIELD=COLUMN with FIELD one of {', '.join(MAP_FIELDS)}")
+        if fld in given:
+            raise UsageError(f"--map {fld} given twice")
+        given[fld] = col.strip()
+    mapping = TraceMapping(timestamp_unit=unit or "s", **given)
+    problems = mapping.problems()
+    if problems:
+        raise UsageError(f"--map: {problems[0]}")
+    return mapping
+
+
+def read_assigned(path: Path, fmt: str, workload: str | None, mapping: TraceMapping | None, name: str | None):
+    """Read and validate a trace and fill missing workloads; returns (TraceFrame, assignment counts)."""
+    # The classifier is a pure text function that lives with the other analysis models; ingest needs it
+    # here because prompt text is not stored, so workloads must be assigned before the trace lands.
+    from analysis.classify import assign_workloads
+    from ingest.traces import read_trace
+
+    tf = read_trace(path, fmt, mapping, workload, name=name)
+    tf.frame, assignment = assign_workloads(tf.frame)
+    return tf, assignment
+
+
+def run(args: argparse.Namespace) -> int:
+    from ingest import store
+    from ingest.trace_store import store_trace, workload_mix
+
+    mapping = mapping_from_args(args.maps, args.timestamp_unit)
+    tf, assignment = read_assigned(args.file, args.format, args.workload, mapping, args.name)
+    with store.session(args.db) as con:
+        trace_id, new = store_trace(con, tf, assignment=assignment, source_path=str(args.file))
+    res = {"trace_id": trace_id, "format": tf.format, "requests": tf.frame.height,
+           "workload_mix": workload_mix(tf.frame), "new": new, "name": tf.name, "file_hash": tf.file_hash,
+           "dropped": dict(tf.dropped), "warnings": list(tf.warnings), "workload_assignment": assignment}
+    for w in tf.warnings:
+        print(f"warning: {args.file}: {w}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    mix = ", ".join(f"{w} {f:.0%}" for w, f in res["workload_mix"].items())
+    state = "stored" if new else "already stored"
+    print(f"{args.file}: {tf.format}, {res['requests']} requests ({mix}) → trace {trace_id} ({state})")
+    return 0
+
+
+Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
+COMMANDS: dict[str, Command] = {
+    "trace": (add_args, run, "read a traffic trace (Azure, BurstGPT, Mooncake, ShareGPT, JSONL, CSV, Parquet) "
+                             "and store it for re-scoring"),
+}

@@ -1,0 +1,78 @@
+"""Every other page in the real app: renders, a key interaction changes the chart spec, the URL restores the
+view, bad parameters warn instead of failing, and the simulated banner shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.dashboard.conftest import chart_specs, open_page
+
+PAGES = ["pages/explore.py", "pages/tradeoffs.py", "pages/gpus.py", "pages/load.py", "pages/datasets.py"]
+
+
+def banner(at) -> bool:
+    return any("Simulated data on screen" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_with_banner_and_survives_bad_params(page: str):
+    at = open_page(page)
+    assert banner(at)
+    bad = open_page(page, query={"gpu": "'; DROP TABLE runs; --", "metric": "<b>x</b>", "conc": "1e9",
+                                 "fam": ["Qwen", "Nope"], "a": "??", "pfam": "=cmd|' /C calc'!A0"})
+    assert any("not valid" in w.value for w in bad.warning)
+
+
+def test_explore_metric_and_overlay_change_the_spec():
+    at = open_page("pages/explore.py", query={"metric": "acceptance_length", "fam": "Qwen"})
+    curves = chart_specs(at)[0]
+    assert {r["family"] for r in curves["rows"]} == {"Qwen"}
+    at.sidebar.toggle(key="explore.pub").set_value(True).run()
+    with_pub = chart_specs(at)[0]
+    assert any(r.get("kind") == "published" for r in with_pub["rows"])
+    at.sidebar.selectbox(key="explore.metric").set_value("p99_e2e_ms").run()
+    assert chart_specs(at)[0]["rows"] != with_pub["rows"]
+
+
+def test_explore_restores_gpu_and_concurrency_from_the_url():
+    at = open_page("pages/explore.py", query={"gpu": "MI355X", "conc": "64", "meth": ["mtp", "none"]})
+    rows = chart_specs(at)[0]["rows"]
+    assert {r["gpu"] for r in rows} == {"MI355X"} and {r["concurrency"] for r in rows} == {64}
+    assert {r["method"] for r in rows} == {"mtp", "none"}
+
+
+def test_tradeoffs_front_and_goodput_heatmap_follow_the_slo():
+    at = open_page("pages/tradeoffs.py", query={"gpu": "MI300X", "gconc": "64"})
+    scatter, heat = chart_specs(at)[:2]
+    assert any(r["on_front"] for r in scatter["rows"]) and not all(r["on_front"] for r in scatter["rows"])
+    at.sidebar.number_input(key="tradeoffs.slo_tpot").set_value(6.0).run()
+    assert chart_specs(at)[1]["rows"] != heat["rows"]
+    at.sidebar.selectbox(key="tradeoffs.lat").set_value("p99_ttft_ms").run()
+    assert chart_specs(at)[0]["rows"] != scatter["rows"]
+
+
+def test_gpus_page_compares_any_two_gpus():
+    at = open_page("pages/gpus.py", query={"a": "MI300X", "b": "MI355X", "conc": "1"})
+    ratio = chart_specs(at)[0]
+    assert ratio["rows"] and all(r["ratio"] > 0 for r in ratio["rows"])
+    assert at.dataframe and "verdict" in at.dataframe[0].value.columns
+    at.sidebar.selectbox(key="gpus.b").set_value("MI300X").run()
+    assert any("two different GPUs" in i.value for i in at.info)
+
+
+def test_load_page_speedups_and_break_even():
+    at = open_page("pages/load.py", query={"gpu": "MI355X", "fam": "Gemma"})
+    rows = chart_specs(at)[0]["rows"]
+    assert {r["family"] for r in rows} == {"Gemma"} and {r["concurrency"] for r in rows} == {1, 16, 64}
+    at.sidebar.multiselect(key="load.meth").set_value(["ngram"]).run()
+    assert {r["method"] for r in chart_specs(at)[0]["rows"]} == {"ngram"}
+    assert "stops_paying_at" in at.dataframe[0].value.columns
+
+
+def test_data_page_lists_runs_and_published_links():
+    at = open_page("pages/datasets.py", query={"pmeth": "dspark"})
+    runs, pub = at.dataframe[0].value, at.dataframe[1].value
+    assert list(runs["backend"]) == ["sim"] and int(runs["requests"].iloc[0]) > 0
+    assert set(pub["method"]) == {"dspark"} and pub["source_url"].str.startswith("http").all()
+
+

@@ -1,0 +1,139 @@
+"""The "Your traffic" page in the real Streamlit app (AppTest): upload → recommendations, mapping form, limits,
+bad files, saved traces and the comparison of two traces. Each test gets its own copy of the default store
+(the page writes traces; the session store stays read-only)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ingest import sql, store
+from tests.dashboard.conftest import chart_specs, open_page
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data" / "samples" / "traces"
+PAGE = "pages/traffic.py"
+
+
+@pytest.fixture
+def db(default_db, tmp_path, monkeypatch):
+    path = tmp_path / "store.duckdb"
+    shutil.copy(default_db, path)
+    monkeypatch.setenv("SPECTUNE_DB", str(path))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # uploads' temp folders land here, to be checked
+    return path
+
+
+def _traces(db: Path) -> list[str]:
+    with store.session(db, read_only=True) as con:
+        return [r[0] for r in con.execute("SELECT name FROM traces ORDER BY name").fetchall()]
+
+
+def _upload(at, name: str, data: bytes, mime: str = "text/csv"):
+    at.file_uploader(key="traffic.upload").set_value((name, data, mime)).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def _titles(at) -> list[str]:
+    out = []
+    for c in chart_specs(at):
+        t = c["spec"].get("title", "")
+        out.append(t.get("text", "") if isinstance(t, dict) else str(t))
+    return out
+
+
+def test_upload_gives_recommendations_charts_and_the_config(db):
+    at = _upload(open_page(PAGE), "AzureLLMInferenceTrace_conv.csv", (SAMPLES / "azure_conv.csv").read_bytes())
+    assert any("stored" in s.value for s in at.success)
+    assert _traces(db) == ["AzureLLMInferenceTrace_conv.csv"]
+    assert any("Simulated data on screen" in w.value for w in at.warning)
+    codes = [c.value for c in at.code]
+    assert codes and all(c.startswith("vllm serve ") for c in codes)
+    spec = json.loads(codes[0].split("--speculative-config ", 1)[1].strip("'"))
+    assert spec["num_speculative_tokens"] >= 1
+    titles = _titles(at)
+    assert {"Workload mix", "Output tokens", "Input tokens", "Arrival rate"} <= set(titles)
+    assert any(t.startswith("Every candidate per shard") for t in titles) and any(t.startswith("The tax") for t in
+                                                                                  titles)
+    heat = next(c for c in chart_specs(at) if str(c["spec"].get("title", "")).find("Every candidate") >= 0)
+    assert sum(r["is_winner"] for r in heat["rows"]) == 1 and {r["shard"] for r in heat["rows"]} == {"chat"}
+    mix = next(c for c in chart_specs(at) if "Workload mix" in str(c["spec"].get("title", "")))
+    assert [r["workload"] for r in mix["rows"]] == ["chat"]  # the Azure "conv" name says chat
+    tid = at.selectbox(key="traffic.trace").value
+    assert len(tid) == 16 and at.query_params["trace"] in (tid, [tid])  # the view is a link
+    assert list(Path(tempfile.gettempdir()).iterdir()) == []  # the upload's temp folder is gone
+
+
+def test_changing_family_and_default_rescores(db):
+    at = _upload(open_page(PAGE), "code.csv", (SAMPLES / "azure_code.csv").read_bytes())
+    before = [c.value for c in at.code]
+    at.sidebar.selectbox(key="traffic.fam").set_value("Kimi").run()
+    at.sidebar.selectbox(key="traffic.default").set_value("none").run()
+    assert not at.exception
+    after = [c.value for c in at.code]
+    assert after != before and "moonshotai/Kimi-K2.5" in after[0]
+
+
+def test_unknown_columns_open_the_mapping_form(db):
+    rows = "".join(f"{i},{300 + i},{20 + i % 50}\n" for i in range(80))
+    at = _upload(open_page(PAGE), "weird.csv", ("a,b,c\n" + rows).encode())
+    assert any("unrecognised columns" in w.value and "weird.csv:1" in w.value for w in at.warning)
+    assert _traces(db) == []
+    at.selectbox(key="traffic.map.input_tokens").set_value("b")
+    at.selectbox(key="traffic.map.output_tokens").set_value("c")
+    next(b for b in at.button if "Read with this mapping" in b.label).click().run()
+    assert not at.exception and at.code and _traces(db) == ["weird.csv"]
+
+
+@pytest.mark.parametrize(("name", "data", "needle"), [
+    ("nul.csv", b"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.69,1\x00,2\n", "NUL byte"),
+    ("neg.csv", b"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,-3,2\n", "negative"),
+    ("junk.parquet", b"PAR1 not really parquet", "Parquet"),
+    ("empty.csv", b"", "empty"),
+])
+def test_bad_uploads_show_one_error_and_store_nothing(db, name, data, needle):
+    at = _upload(open_page(PAGE), name, data)
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {name}:") and needle in errors[0]
+    assert "\n" not in errors[0] and "spectune-upload" not in errors[0]  # the temp path never shows
+    assert _traces(db) == [] and not at.code
+
+
+def test_uploads_over_the_size_limit_are_refused(db, monkeypatch):
+    monkeypatch.setenv("SPECTUNE_MAX_UPLOAD_MB", "1")
+    body = (SAMPLES / "azure_code.csv").read_bytes()
+    at = _upload(open_page(PAGE), "big.csv", body * (1024 * 1024 // len(body) + 2))
+    assert any("over the 1 MB limit" in e.value for e in at.error) and _traces(db) == []
+
+
+def test_saved_traces_and_comparing_two(db):
+    at = open_page(PAGE)
+    _upload(at, "code.csv", (SAMPLES / "azure_code.csv").read_bytes())
+    _upload(at, "conv.csv", (SAMPLES / "azure_conv.csv").read_bytes())
+    assert _traces(db) == ["code.csv", "conv.csv"]
+    assert at.selectbox(key="traffic.cmp_a").value != at.selectbox(key="traffic.cmp_b").value  # the two traces
+    assert any(m.value == "**The recommendation changes**" for m in at.markdown)
+    assert any(m.label == "Mix drift (total variation)" and m.value == "100.0%" for m in at.metric)
+    # the same bytes again are the same trace
+    _upload(at, "code-copy.csv", (SAMPLES / "azure_code.csv").read_bytes())
+    assert any("already stored" in s.value for s in at.success) and len(_traces(db)) == 2
+
+
+def test_a_link_to_a_trace_and_hostile_links(db):
+    at = _upload(open_page(PAGE), "code.csv", (SAMPLES / "azure_code.csv").read_bytes())
+    tid = at.selectbox(key="traffic.trace").value
+    linked = open_page(PAGE, {"trace": tid, "fam": "Qwen"})
+    assert linked.selectbox(key="traffic.trace").value == tid and linked.code
+    for bad in ("'; DROP TABLE traces; --", "<script>alert(1)</script>", "x" * 5000):
+        at2 = open_page(PAGE, {"trace": bad})
+        assert not at2.exception and not at2.code
+        assert any("not valid" in w.value for w in at2.warning)
+    with store.session(db, read_only=True) as con:
+        assert sql.one(con, "SELECT count(*) FROM traces")[0] == 1

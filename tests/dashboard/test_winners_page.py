@@ -1,0 +1,126 @@
+"""The Winners page in the real Streamlit app (AppTest) on the embedded default store."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.dashboard.conftest import chart_specs, open_page
+
+HOSTILE = ["'; DROP TABLE cells; --", "\" OR 1=1 --", "Ω≈ç√∫😀", "x" * 10_000, "<script>alert(1)</script>",
+           "=HYPERLINK(\"http://evil\")", "../../etc/passwd", "1e309", "-5", "NaN"]
+
+
+def specs(at) -> list[dict]:
+    return chart_specs(at)
+
+
+def title(chart: dict) -> str:
+    t = chart["spec"].get("title", "")
+    return t.get("text", "") if isinstance(t, dict) else str(t)
+
+
+def heatmap_titles(at) -> list[str]:
+    return [title(c) for c in specs(at) if "winner by" in title(c)]
+
+
+def heatmap_labels(chart: dict) -> set[str]:
+    return {r["label"] for r in chart["rows"] if r.get("label")}
+
+
+def test_renders_one_heatmap_per_gpu_with_the_simulated_banner():
+    at = open_page()
+    titles = heatmap_titles(at)
+    assert [t.split(" · ")[0] for t in titles] == ["MI300X", "MI355X"]
+    assert any("Simulated data on screen" in w.value for w in at.warning)
+    labels = heatmap_labels(specs(at)[0])
+    assert len(labels) >= 2 and any("vs none" in lab for lab in labels)
+    # the colour scale is the app's fixed palette, not Vega's default
+    layers = specs(at)[0]["spec"]["layer"]
+    rng = next(s for s in layers if "color" in s.get("encoding", {}))["encoding"]["color"]["scale"]
+    assert rng["range"][rng["domain"].index("dflash")] == "#009E73"
+
+
+def test_metric_and_concurrency_change_the_chart_spec_and_the_url():
+    at = open_page()
+    before = specs(at)[0]
+    at.sidebar.selectbox(key="winners.metric").set_value("p99_tpot_ms").run()
+    after = specs(at)[0]
+    assert after != before and "p99 TPOT" in title(after)
+    at.sidebar.selectbox(key="winners.conc").set_value(64).run()
+    assert "concurrency 64" in title(specs(at)[0])
+    assert at.query_params["metric"] == ["p99_tpot_ms"] or at.query_params["metric"] == "p99_tpot_ms"
+
+
+def test_gpu_and_family_filters_shrink_the_view():
+    at = open_page()
+    at.sidebar.multiselect(key="winners.gpu").set_value(["MI355X"]).run()
+    assert [t.split(" · ")[0] for t in heatmap_titles(at)] == ["MI355X"]
+    at.sidebar.multiselect(key="winners.fam").set_value(["Qwen", "Kimi"]).run()
+    fams = {r["family"] for r in specs(at)[0]["rows"]}
+    assert fams == {"Qwen", "Kimi"}
+
+
+def test_ties_are_drawn_and_named():
+    at = open_page(query={"conc": "1"})
+    labels = set().union(*(heatmap_labels(s) for s in specs(at)[:2]))
+    ties = [lab for lab in labels if lab.startswith("TIE")]
+    assert ties and all("≈" in t for t in ties)
+    assert any("tied cell" in e.label for e in at.expander)
+
+
+def test_query_params_restore_the_view():
+    at = open_page(query={"metric": "acceptance_length", "conc": "16", "gpu": "MI300X", "wl": ["code", "chat"],
+                          "depth": "3-4"})
+    assert at.sidebar.selectbox(key="winners.metric").value == "acceptance_length"
+    assert at.sidebar.selectbox(key="winners.conc").value == 16
+    assert at.sidebar.select_slider(key="winners.depth").value == (3, 4)
+    (chart,) = specs(at)
+    assert "Acceptance length" in title(chart) and "concurrency 16" in title(chart)
+    rows = chart["rows"]
+    assert {r["workload"] for r in rows} == {"code", "chat"}
+    assert {r["depth"] for r in rows} <= {3, 4}
+    assert not at.warning or all("not valid" not in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_bad_query_params_warn_and_fall_back(bad: str):
+    at = open_page(query={"metric": bad, "conc": bad, "gpu": [bad, "MI300X"], "depth": bad, "cell": bad,
+                          "slo_ttft": bad})
+    warned = [w.value for w in at.warning if "not valid" in w.value]
+    assert warned, "a bad link must be reported"
+    # never echoed raw: no markup, quotes, SQL or formula characters, no unicode, bounded length
+    assert not set(warned[0]) & set("<>;'\"=😀Ω≈") and len(warned[0]) < 1000
+    assert at.sidebar.selectbox(key="winners.metric").value == "output_throughput"
+    assert len(heatmap_titles(at)) == 2  # defaults: both GPUs
+
+
+def test_drilldown_from_the_selectbox_and_from_the_url():
+    at = open_page()
+    n = len(specs(at))
+    at.selectbox(key="winners.cell").set_value("MI355X|Qwen|code").run()
+    assert not at.exception
+    drill = specs(at)[n:]
+    assert len(drill) == 4  # candidates, cumulative and conditional positions, latency distribution
+    cand_rows = drill[0]["rows"]
+    assert {r["method"] for r in cand_rows} >= {"none", "mtp", "eagle3", "dflash", "dspark", "ngram"}
+    assert all(r["ci_low"] <= r["value"] <= r["ci_high"] for r in cand_rows if r["ci_low"] is not None)
+    assert any("MI355X · Qwen · code" in m.value for m in at.markdown)
+    restored = open_page(query={"cell": "MI355X|Qwen|code", "dlat": "ttft_ms"})
+    assert len(specs(restored)) == n + 4
+    assert "TTFT" in title(specs(restored)[-1])
+
+
+def test_goodput_shows_slo_inputs_that_change_the_chart():
+    at = open_page(query={"metric": "goodput", "conc": "64"})
+    before = heatmap_labels(specs(at)[0])
+    at.sidebar.number_input(key="winners.slo_tpot").set_value(8.0).run()
+    after = heatmap_labels(specs(at)[0])
+    assert before != after
+
+
+def test_export_and_report_buttons_are_labelled_by_format():
+    at = open_page()
+    labels = [b.label for b in at.get("download_button")]
+    for fmt in ("PNG", "SVG", "PDF", "CSV", "Parquet"):
+        assert labels.count(fmt) == 2  # one row per GPU heatmap
+    assert {"HTML report", "PDF report"} <= set(labels)

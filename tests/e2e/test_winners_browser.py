@@ -1,0 +1,71 @@
+"""End to end in real headless Chromium: open Winners, change the metric, click a heatmap cell and see its
+detail, download a PNG, the HTML report and the PDF report."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+CHART = "[data-testid='stVegaLiteChart']"
+
+
+def _open(page, base_url: str, query: str = "") -> None:
+    page.goto(f"{base_url}/{query}")
+    page.locator(f"{CHART} svg").first.wait_for()
+    page.get_by_text("Simulated data on screen").wait_for()
+
+
+def _wait_idle(page) -> None:
+    """Wait until Streamlit has finished the current rerun (its status widget disappears)."""
+    page.wait_for_timeout(300)
+    page.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
+
+
+def _download(page, click) -> Path:
+    with page.expect_download(timeout=120_000) as info:
+        click()
+    return Path(info.value.path())
+
+
+def test_change_metric_updates_view_and_url(page, base_url):
+    _open(page, base_url)
+    page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
+    page.get_by_role("option", name="p99 TPOT (ms)").click()
+    page.wait_for_url(re.compile(r"metric=p99_tpot_ms"))
+    _wait_idle(page)
+    page.locator(f"{CHART} svg text", has_text="winner by p99 TPOT").first.wait_for()
+    # the URL reproduces the view in a new page
+    url = page.url
+    page.goto(url)
+    page.locator(f"{CHART} svg text", has_text="winner by p99 TPOT").first.wait_for()
+    assert page.locator("input[aria-label='Metric']").input_value() == "p99 TPOT (ms)"
+
+
+def test_click_a_heatmap_cell_shows_its_detail(page, base_url):
+    _open(page, base_url, "?gpu=MI300X")
+    n_before = page.locator(CHART).count()
+    # Vega draws the heatmap as SVG with an aria-label per cell (its tooltip text): click Qwen × code
+    page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='workload: code; family: Qwen']").first.click()
+    page.get_by_text("MI300X · Qwen · code · concurrency 1").wait_for()
+    # candidates, cumulative and conditional positions, latency distribution
+    expect(page.locator(CHART)).to_have_count(n_before + 4, timeout=60_000)
+    page.wait_for_url(re.compile(r"cell=MI300X(%7C|\|)Qwen(%7C|\|)code"))  # the link reproduces the drill-down
+
+
+def test_downloads_png_and_reports(page, base_url):
+    _open(page, base_url, "?gpu=MI355X")
+    png = _download(page, lambda: page.get_by_role("button", name="PNG", exact=True).first.click())
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page.get_by_role("button", name=re.compile("Report")).click()
+    html_file = _download(page, lambda: page.get_by_role("button", name="HTML report").click())
+    html = html_file.read_text()
+    assert "vegaEmbed" in html and '"$schema"' in html and "MI355X" in html
+    assert not re.search(r"<script[^>]+src=[\"']?https?:", html)
+    assert "SIMULATED DATA" in html
+    pdf = _download(page, lambda: page.get_by_role("button", name="PDF report").click())
+    assert pdf.read_bytes()[:5] == b"%PDF-"

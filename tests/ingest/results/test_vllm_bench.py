@@ -1,0 +1,193 @@
+"""vllm bench serve result files (current, legacy, --append-result) imported through the real CLI into real stores."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from tests.conftest import cli
+from tests.ingest.results.conftest import SAMPLES, counts
+
+CURRENT = SAMPLES / "vllm_bench_eagle3_qwen_code.json"
+LEGACY = SAMPLES / "vllm_bench_legacy_none_qwen_code.json"
+SWEEP = SAMPLES / "vllm_bench_mtp_sweep.jsonl"
+LAT = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2el": "e2e_ms"}
+
+
+def _import(db: Path, *args: str) -> dict:
+    res = cli("ingest", "results", *args, "--db", str(db), "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def _rows(db: Path, sql: str, params: list | None = None) -> list[dict]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.sql(sql, params=params).pl().to_dicts()
+    finally:
+        con.close()
+
+
+def test_current_shape_headline_as_given(empty_db: Path) -> None:
+    doc = json.loads(CURRENT.read_text())
+    out = _import(empty_db, str(CURRENT))["files"][0]
+    assert (out["format"], out["rows"], out["duplicates"], out["requests"]) == ("vllm_bench", 1, 0, 120)
+    assert out["summary"]["shape"] == "current" and out["warnings"] == []
+    cell = _rows(empty_db, "SELECT * FROM cells")[0]
+    # dimensions from --metadata keys, model_id, max_concurrency; family inferred from the model name
+    assert (cell["method"], cell["depth"], cell["gpu"], cell["workload"], cell["concurrency"]) == (
+        "eagle3", 3, "MI300X", "code", 16)
+    assert (cell["family"], cell["model"]) == ("Qwen", doc["model_id"])
+    # every headline number exactly as the file gives it (float equality: stored, not recomputed)
+    assert cell["output_throughput"] == doc["output_throughput"]
+    assert cell["request_throughput"] == doc["request_throughput"]
+    assert cell["window_s"] == doc["duration"]
+    assert cell["output_tokens"] == doc["total_output_tokens"]
+    for short, col in LAT.items():
+        for q in (50, 90, 99):
+            assert cell[f"p{q}_{col}"] == doc[f"p{q}_{short}_ms"], (q, col)
+    assert cell["mean_ttft_ms"] == doc["mean_ttft_ms"] and cell["mean_e2e_ms"] == doc["mean_e2el_ms"]
+    assert cell["acceptance_rate"] == pytest.approx(doc["spec_decode_acceptance_rate"] / 100, rel=1e-15)
+    assert cell["acceptance_length"] == doc["spec_decode_acceptance_length"]
+    assert (cell["drafts"], cell["draft_tokens"], cell["accepted_tokens"]) == (
+        doc["spec_decode_num_drafts"], doc["spec_decode_draft_tokens"], doc["spec_decode_accepted_tokens"])
+    assert (cell["n_requests"], cell["n_failed"]) == (120, doc["failed"])
+    pos = _rows(empty_db, "SELECT acceptance FROM positions ORDER BY position")
+    assert [p["acceptance"] for p in pos] == doc["spec_decode_per_position_acceptance_rates"]
+
+
+def test_requests_from_arrays_failed_requests_kept(empty_db: Path) -> None:
+    doc = json.loads(CURRENT.read_text())
+    _import(empty_db, str(CURRENT))
+    reqs = _rows(empty_db, "SELECT * FROM requests ORDER BY request_index")
+    assert len(reqs) == len(doc["ttfts"]) == 120
+    failed = [r["request_index"] for r in reqs if not r["ok"]]
+    assert failed == [i for i, e in enumerate(doc["errors"]) if e]
+    assert all("ServerDisconnectedError" in reqs[i]["error"] for i in failed)
+    ok = [r for r in reqs if r["ok"]]
+    i = ok[5]["request_index"]
+    assert ok[5]["ttft_ms"] == pytest.approx(doc["ttfts"][i] * 1000, abs=1e-9)
+    assert ok[5]["e2e_ms"] == pytest.approx(doc["latencies"][i] * 1000, abs=1e-9)
+    assert ok[5]["tpot_ms"] == pytest.approx((doc["latencies"][i] - doc["ttfts"][i]) * 1000
+                                             / (doc["output_lens"][i] - 1), rel=1e-9)
+    assert ok[5]["start_s"] == pytest.approx(doc["start_times"][i] - min(doc["start_times"]), abs=1e-9)
+    # per-request samples give confidence intervals: 200 bootstrap replicates around the point estimate
+    boot = _rows(empty_db, "SELECT output_throughput, p99_e2e_ms FROM cell_bootstrap")
+    tput = np.array([b["output_throughput"] for b in boot])
+    assert len(boot) == 200 and np.isfinite(tput).all()
+    assert abs(np.median(tput) / doc["output_throughput"] - 1) < 0.05
+
+
+def test_provenance_and_second_import_adds_nothing(empty_db: Path) -> None:
+    first = _import(empty_db, str(CURRENT))["files"][0]
+    before = counts(empty_db)
+    run = _rows(empty_db, "SELECT * FROM runs")[0]
+    assert run["backend"] == "import" and run["importer"] == "vllm_bench"
+    assert run["file_hash"] == hashlib.sha256(CURRENT.read_bytes()).hexdigest()
+    assert run["source"] == str(CURRENT) and run["started_at"] is not None
+    assert run["run_id"] == first["run_id"]
+    again = _import(empty_db, str(CURRENT))["files"][0]
+    assert (again["rows"], again["duplicates"], again["requests"]) == (0, 1, 0)
+    assert again["already_imported_as"] == first["run_id"]
+    assert counts(empty_db) == before
+
+
+def test_legacy_shape_recomputes_only_what_the_file_lacks(empty_db: Path) -> None:
+    doc = json.loads(LEGACY.read_text())
+    assert "request_goodput:" in doc and "failed" not in doc
+    out = _import(empty_db, str(LEGACY), "--set", "method=none", "--set", "gpu=MI300X", "--set",
+                  "workload=code")["files"][0]
+    assert out["summary"]["shape"] == "legacy" and out["warnings"] == []
+    cell = _rows(empty_db, "SELECT * FROM cells")[0]
+    assert (cell["method"], cell["depth"], cell["family"], cell["concurrency"]) == ("none", 0, "Qwen", 16)
+    # given by the file: p99 and median (= p50) of TTFT/TPOT/ITL, means
+    for short, col in (("ttft", "ttft_ms"), ("tpot", "tpot_ms"), ("itl", "itl_ms")):
+        assert cell[f"p99_{col}"] == doc[f"p99_{short}_ms"]
+        assert cell[f"p50_{col}"] == doc[f"median_{short}_ms"]
+    # not in the file: recomputed from the arrays as vLLM would (e2e = TTFT + Σ ITL on the same clock)
+    ok = [i for i, e in enumerate(doc["errors"]) if not e]
+    ttft = np.array([doc["ttfts"][i] for i in ok]) * 1000
+    e2e = np.array([doc["ttfts"][i] + sum(doc["itls"][i]) for i in ok]) * 1000
+    itl = np.concatenate([doc["itls"][i] for i in ok]) * 1000
+    assert cell["p90_ttft_ms"] == pytest.approx(np.percentile(ttft, 90), rel=1e-12)
+    assert cell["p99_e2e_ms"] == pytest.approx(np.percentile(e2e, 99), rel=1e-12)
+    assert cell["p90_itl_ms"] == pytest.approx(np.percentile(itl, 90), rel=1e-12)
+    assert cell["acceptance_rate"] is None and cell["output_throughput"] == doc["output_throughput"]
+
+
+def test_append_result_sweep_is_one_cell_per_result(empty_db: Path) -> None:
+    docs = [json.loads(line) for line in SWEEP.read_text().splitlines()]
+    out = _import(empty_db, str(SWEEP))["files"][0]
+    assert out["rows"] == 3 and out["requests"] == sum(len(d["latencies"]) for d in docs)
+    # method from --metadata, depth from the spec-decode counters (draft tokens / drafts = 2)
+    assert len([w for w in out["warnings"] if "only latencies per request" in w]) == 3
+    cells = _rows(empty_db, "SELECT * FROM cells ORDER BY concurrency")
+    assert [c["concurrency"] for c in cells] == [1, 16, 64]
+    for cell, doc in zip(cells, docs, strict=True):
+        assert (cell["method"], cell["depth"], cell["gpu"], cell["workload"]) == ("mtp", 2, "MI355X", "chat")
+        assert cell["output_throughput"] == doc["output_throughput"]
+        assert cell["p99_tpot_ms"] == doc["p99_tpot_ms"]
+        assert cell["p99_e2e_ms"] == pytest.approx(np.percentile(np.array(doc["latencies"]) * 1000, 99), rel=1e-12)
+        assert cell["acceptance_length"] == doc["spec_decode_acceptance_length"]
+
+
+def test_unknown_dimensions_warn_and_set_fills_them(empty_db: Path, tmp_path: Path) -> None:
+    doc = json.loads(LEGACY.read_text())
+    for k in ("model_id", "max_concurrency"):
+        doc.pop(k)
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps(doc))
+    res = cli("ingest", "results", str(path), "--db", str(empty_db))
+    assert res.returncode == 0, res.stderr
+    warned = [line for line in res.stderr.splitlines() if line.startswith("warning:")]
+    for dim in ("method", "family", "model", "workload", "gpu", "concurrency"):
+        assert any(f"{dim} not in the file" in w for w in warned), dim
+    cell = _rows(empty_db, "SELECT * FROM cells")[0]
+    assert (cell["method"], cell["gpu"], cell["concurrency"]) == ("unknown", "unknown", 0)
+    bad = cli("ingest", "results", str(LEGACY), "--db", str(empty_db), "--set", "depth=three")
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: --set depth=three: expected a whole number ≤ 64"
+
+
+def test_imported_cell_is_usable_by_winners_next_to_default_data(default_copy: Path) -> None:
+    """Same dimensions as the simulated eagle3:3 cell → same cell id: the newer, measured row takes its place."""
+    from analysis.frames import Filters, cells
+    from analysis.winners import winners
+    from ingest import store
+
+    doc = json.loads(CURRENT.read_text())
+    _import(default_copy, str(CURRENT))
+    group = Filters(gpus=("MI300X",), families=("Qwen",), workloads=("code",), concurrency=(16,))
+    eagle3_3 = Filters(**{**{k: getattr(group, k) for k in group.__slots__}, "methods": ("eagle3",),
+                          "depth_min": 3, "depth_max": 3})
+    with store.session(default_copy, read_only=True) as con:
+        frame = cells(con, group)
+        res = winners(con, "output_throughput", group)
+        only = winners(con, "output_throughput", eagle3_3)
+    assert frame.height == 21 and set(frame["backend"].to_list()) == {"sim", "import"}
+    imported = frame.filter(frame["backend"] == "import")
+    assert imported.height == 1 and imported["output_throughput"][0] == doc["output_throughput"]
+    assert res["backends"] == ["import", "sim"] and len(res["cells"]) == 1 and res["cells"][0]["winner"]
+    w = only["cells"][0]
+    assert (w["backend"], w["winner"]["method"], w["winner"]["depth"]) == ("import", "eagle3", 3)
+    assert w["winner"]["value"] == pytest.approx(doc["output_throughput"], abs=1e-6)
+    assert w["winner"]["ci_low"] < doc["output_throughput"] < w["winner"]["ci_high"]
+
+
+def test_latency_only_results_mark_zero_latency_requests_failed(empty_db: Path, tmp_path: Path) -> None:
+    """Without --save-detailed only `latencies` stay; vLLM leaves 0.0 there for a failed request."""
+    doc = json.loads(SWEEP.read_text().splitlines()[0])
+    doc["latencies"][3] = 0.0
+    doc["completed"] -= 1
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(doc))
+    out = _import(empty_db, str(path))["files"][0]
+    assert not any("successful requests in the arrays" in w for w in out["warnings"])
+    reqs = _rows(empty_db, "SELECT request_index, ok, e2e_ms FROM requests WHERE NOT ok")
+    assert [(r["request_index"], r["e2e_ms"]) for r in reqs] == [(3, None)]
+    cell = _rows(empty_db, "SELECT n_requests, n_failed FROM cells")[0]
+    assert (cell["n_requests"], cell["n_failed"]) == (len(doc["latencies"]), 1)
