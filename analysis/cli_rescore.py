@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from analysis.rescore_trace import SHARD_BY
-from ingest.errors import UsageError
+from ingest.errors import InputError, UsageError
 
 METRIC_CHOICES = ("output_throughput", "p99_e2e_ms", "goodput")
 
@@ -69,7 +69,13 @@ def load_input(args: argparse.Namespace, con):
     from ingest.trace_store import trace_id_for
 
     path = Path(args.trace)
-    if path.exists() or not looks_like_id(args.trace):  # a missing file is the reader's one-line error
+    try:
+        exists = path.exists()
+    except OSError:  # a name the OS refuses (e.g. too long) is no file; it may still be a trace id
+        exists = False
+    if not exists and not looks_like_id(args.trace):
+        raise InputError(path, 0, "no such file (TRACE is neither a file nor a trace id)")
+    if exists:
         from ingest.cli_trace import mapping_from_args
         from ingest.traces import read_trace
 

@@ -62,8 +62,11 @@ def interval(reps: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     return float(lo[0]), float(hi[0])
 
 
-def decide(values: np.ndarray, reps: np.ndarray, metric: Metric, level: float = LEVEL) -> Decision:
-    """Apply the winner rule to candidates with point ``values`` and bootstrap ``reps`` (n × B)."""
+def decide(values: np.ndarray, reps: np.ndarray, metric: Metric, level: float = LEVEL,
+           ivals: list[tuple[float, float]] | None = None) -> Decision:
+    """Apply the winner rule to candidates with point ``values`` and bootstrap ``reps`` (n × B).
+
+    ``ivals``: the candidates' own intervals when the caller already computed them (all cells at once)."""
     sign = 1.0 if metric.higher_is_better else -1.0
     score = np.where(np.isfinite(values), sign * values, -np.inf)
     order = [int(i) for i in np.argsort(-score, kind="stable")]
@@ -75,12 +78,16 @@ def decide(values: np.ndarray, reps: np.ndarray, metric: Metric, level: float = 
     elif others:
         lo, _hi = intervals(sign * (reps[w][None, :] - reps[others]), level)
         tied += [c for c, low in zip(others, lo, strict=True) if not np.isfinite(low) or low <= 0.0]
-    if reps.size:
-        lo_all, hi_all = intervals(reps, level)
-        ivals = [(float(a), float(b)) for a, b in zip(lo_all, hi_all, strict=True)]
-    else:
-        ivals = [(float("nan"), float("nan"))] * len(values)
+    if ivals is None:
+        ivals = _interval_list(reps, len(values), level)
     return Decision(order=order, tied=tied, clear=len(tied) == 1, intervals=ivals)
+
+
+def _interval_list(reps: np.ndarray, n: int, level: float = LEVEL) -> list[tuple[float, float]]:
+    if not reps.size:
+        return [(float("nan"), float("nan"))] * n
+    lo, hi = intervals(reps, level)
+    return list(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
 def _cand(row: dict, value: float, ival: tuple[float, float]) -> dict:
@@ -127,10 +134,13 @@ def winners(
 def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric, *,
                   best_depth_per_method: bool = False) -> dict:
     out_cells = []
-    cells = cells.with_row_index("_i")
-    for group in cells.partition_by(list(GROUP), maintain_order=True):
-        idx = group["_i"].to_numpy()
-        rows = group.to_dicts()
+    all_rows = cells.to_dicts()  # once, not per group: the rerun of a dashboard page waits on this
+    all_ivals = _interval_list(reps, cells.height)
+    groups = cells.with_row_index("_i").group_by(list(GROUP), maintain_order=True).agg(pl.col("_i"))
+    for idx_list in groups["_i"].to_list():
+        idx = np.asarray(idx_list, dtype=np.int64)
+        rows = [all_rows[i] for i in idx_list]
+        ivals = [all_ivals[i] for i in idx_list]
         v, r = values[idx], (reps[idx] if reps.size else reps)
         if best_depth_per_method:  # keep each method's best depth only
             keep = {}
@@ -140,9 +150,10 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
                     keep[row["method"]] = j
             sel = np.array(sorted(keep.values()), dtype=int)
             rows, v, r = [rows[j] for j in sel], v[sel], (r[sel] if r.size else r)
+            ivals = [ivals[j] for j in sel]
         if not len(rows) or not np.isfinite(v).any():
             continue
-        d = decide(v, r, m)
+        d = decide(v, r, m, ivals=ivals)
         w = d.order[0]
         ru = d.order[1] if len(d.order) > 1 and np.isfinite(v[d.order[1]]) else None
         base = next((j for j, row in enumerate(rows) if row["method"] == "none"), None)
@@ -167,6 +178,6 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
             "run_id": rows[w]["run_id"],
             "cell_id": rows[w]["cell_id"],
         })
-    backends = sorted(set(cells["backend"].to_list())) if cells.height else []
+    backends = sorted({row["backend"] for row in all_rows})
     return {"metric": m.name, "higher_is_better": m.higher_is_better, "cells": out_cells, "backends": backends,
             "simulated": "sim" in backends}

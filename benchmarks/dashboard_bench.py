@@ -125,7 +125,21 @@ def _wait_health(url: str, proc: subprocess.Popen, timeout: float) -> None:
     raise RuntimeError("streamlit not healthy in time")
 
 
+_APPTEST_RSS = """
+import json, os, sys
+sys.path.insert(0, {repo!r})
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file({app!r}, default_timeout=300)
+at.run()
+hwm = [int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM")][0]
+print(json.dumps({{"hwm_mb": hwm / 1024, "ok": not at.exception}}))
+"""
+
+
 def dashboard_rss(db: Path, rows: int, repeats: int = 1) -> dict[str, Any]:
+    """Peak RSS of a real server process; without Chromium, of a process running the page under AppTest."""
+    if not Path(CHROMIUM).exists():
+        return _apptest_rss(db, rows, repeats)
     from playwright.sync_api import sync_playwright
 
     peaks, rss_after, load_s = [], [], []
@@ -161,3 +175,17 @@ def dashboard_rss(db: Path, rows: int, repeats: int = 1) -> dict[str, Any]:
     return figure(peaks, unit="MB", target=600, rows_in_store=rows, rss_after_load_mb=[round(x, 1) for x in rss_after],
                   page_load_s=[round(x, 2) for x in load_s],
                   measured="VmHWM of `streamlit run dashboard/app.py` after headless Chromium loaded Winners")
+
+
+def _apptest_rss(db: Path, rows: int, repeats: int) -> dict[str, Any]:
+    peaks = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", _APPTEST_RSS.format(repo=str(REPO), app=str(APP))],
+                             env={**os.environ, "SPECTUNE_DB": str(db)}, cwd=REPO, capture_output=True, text=True,
+                             timeout=600)
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        if out.returncode != 0 or not res["ok"]:
+            raise RuntimeError(f"Winners under AppTest failed: {out.stderr[-800:]}")
+        peaks.append(res["hwm_mb"])
+    return figure(peaks, unit="MB", target=600, rows_in_store=rows,
+                  measured=f"no {CHROMIUM}: VmHWM of a process running Winners under AppTest (same app code)")

@@ -19,7 +19,7 @@ import json
 import shutil
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +155,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     ap.add_argument("--workdir", type=Path, default=None, help="keep generated inputs here (reused next time)")
     ap.add_argument("--only", action="append", choices=KEYS, help="run only these figures (repeatable)")
+    ap.add_argument("--store-rows", type=int, default=None, help="request rows in the big store (default 10 M)")
+    ap.add_argument("--repeats", type=int, default=None, help="repeats of every figure (default: per figure)")
     args = ap.parse_args(argv)
     plan = QUICK if args.quick else Plan()
+    if args.store_rows:
+        plan = replace(plan, store_rows=args.store_rows)
+    if args.repeats:
+        plan = replace(plan, **{f: args.repeats for f in ("repeats", "ingest_repeats", "pandas_repeats",
+                                                           "rescore_repeats", "cold_repeats", "rss_repeats",
+                                                           "client_repeats")})
     tmp = None
     if args.workdir is None:
         tmp = tempfile.mkdtemp(prefix="spectune-bench-")

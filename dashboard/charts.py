@@ -17,8 +17,8 @@ import streamlit as st
 from dashboard import theme
 
 SELECTION = "cell"  # name of the heatmap click selection (read back by st.altair_chart on_select)
-CELL_W, CELL_H = 172, 66
-LINE_H = 15  # label line height at theme.FONT_SIZE
+CELL_W, CELL_H = 176, 72
+LINE_H = 16  # label line height at theme.FONT_SIZE
 TIE_SLOTS = 8  # a tie cell is hatched: stripes cycling through the tied methods, every other one lighter
 
 

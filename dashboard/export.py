@@ -10,6 +10,7 @@ numbers.
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections.abc import Callable
 
@@ -17,7 +18,8 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Full-width forms too: some spreadsheet locales turn "＝" into "=" on entry.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "＝", "＋", "－", "＠")
 MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "csv": "text/csv",
         "parquet": "application/vnd.apache.parquet", "html": "text/html"}
 
@@ -47,17 +49,27 @@ def chart_bytes(chart: alt.TopLevelMixin, fmt: str) -> bytes:
     return out.getvalue()
 
 
+def _json_text(value: object) -> str:
+    return json.dumps(value.to_list() if isinstance(value, pl.Series) else value, default=str, ensure_ascii=False)
+
+
 def _flat(frame: pl.DataFrame) -> pl.DataFrame:
-    """Nested columns (lists, structs) as text: CSV has no nesting."""
-    return frame.with_columns([pl.col(c).cast(pl.String) if isinstance(t, pl.List | pl.Struct | pl.Array)
-                               else pl.col(c) for c, t in frame.schema.items()])
+    """Nested columns (lists, structs) as JSON text: CSV has no nesting (and polars cannot cast a list to text).
+    Categorical/Enum columns become plain text so :func:`escape_formulas` sees them too."""
+    out = []
+    for c, t in frame.schema.items():
+        if isinstance(t, pl.List | pl.Struct | pl.Array):
+            out.append(pl.col(c).map_elements(_json_text, return_dtype=pl.String))
+        elif isinstance(t, pl.Categorical | pl.Enum):
+            out.append(pl.col(c).cast(pl.String))
+    return frame.with_columns(out) if out else frame
 
 
 def escape_formulas(frame: pl.DataFrame) -> pl.DataFrame:
     cols = []
     for c, t in frame.schema.items():
         if t == pl.String:
-            starts = pl.col(c).str.slice(0, 1).is_in(list(FORMULA_START))
+            starts = pl.col(c).str.strip_chars_start(" ").str.slice(0, 1).is_in(list(FORMULA_START))
             cols.append(pl.when(starts).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c))
     return frame.with_columns(cols) if cols else frame
 

@@ -21,7 +21,7 @@ METHOD_COLORS: dict[str, str] = {
 }
 FALLBACK = "#BBBBBB"
 SELECTED_STROKE = "#000000"  # the drill-down cell; on a coloured cell, so visible in both themes
-FONT_SIZE = 13
+FONT_SIZE = 14
 
 
 def _luminance(hex_color: str) -> float:

@@ -135,35 +135,36 @@ def _window(vals: np.ndarray, q: float) -> tuple[int, np.ndarray]:
 
 def _window_quantile(tail: np.ndarray, head_w: np.ndarray, win_w: np.ndarray, q: float
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Per replicate (columns): the weighted q-quantile when it lies in the window, and where it does not.
+    """Per replicate (rows): the weighted q-quantile when it lies in the window, and where it does not.
 
-    ``tail`` are the window's values ascending, ``win_w`` (k × B) their weights, ``head_w`` the total weight
+    ``tail`` are the window's values ascending, ``win_w`` (B × k) their weights, ``head_w`` the total weight
     below. The quantile is the first value whose cumulative weight reaches q·total (numpy's inverted-CDF rule,
     as ``vllm bench serve``); it lies in the window exactly when the head's cumulative weight is below that.
     """
-    cum = head_w[None, :] + np.cumsum(win_w, axis=0, dtype=np.int64)
-    total = cum[-1]
+    cum = np.cumsum(win_w, axis=1, dtype=np.int64)
+    cum += head_w[:, None]
+    total = cum[:, -1]
     target = q * total
-    idx = (cum < target[None, :]).sum(axis=0)
+    idx = (cum < target[:, None]).sum(axis=1)
     out = tail[np.minimum(idx, tail.size - 1)].astype(float)
     out[total == 0] = np.nan
     return out, (head_w >= target) & (total > 0)
 
 
 def _weighted_quantile(sorted_vals: np.ndarray, weights_sorted: np.ndarray, q: float) -> np.ndarray:
-    """Per replicate (columns of weights, rows in value order), the q-quantile of ``sorted_vals``."""
-    zero = np.zeros(weights_sorted.shape[1], dtype=np.int64)
+    """Per replicate (rows of weights, columns in value order), the q-quantile of ``sorted_vals``."""
+    zero = np.zeros(weights_sorted.shape[0], dtype=np.int64)
     return _window_quantile(sorted_vals, zero, weights_sorted, q)[0]
 
 
 def _exact_quantile(vals: np.ndarray, w: np.ndarray, total: np.ndarray, q: float) -> np.ndarray:
     """Weighted q-quantile with every request's weights ``w`` (n × B) drawn: only the window is summed."""
     _, idx = _window(vals, q)
-    win_w = w[idx]
-    out, bad = _window_quantile(vals[idx], total - win_w.sum(axis=0, dtype=np.int64), win_w, q)
+    win_w = np.ascontiguousarray(w[idx].T)
+    out, bad = _window_quantile(vals[idx], total - win_w.sum(axis=1, dtype=np.int64), win_w, q)
     if bad.any():  # the quantile fell into the head: sum everything for those replicates
         order = np.argsort(vals, kind="stable")
-        out[bad] = _weighted_quantile(vals[order], w[order][:, bad], q)
+        out[bad] = _weighted_quantile(vals[order], np.ascontiguousarray(w[order][:, bad].T), q)
     return out
 
 
@@ -176,24 +177,24 @@ def _tail_quantile(vals: np.ndarray, rng: np.random.Generator, replicates: int, 
     """
     h, idx = _window(vals, q)
     head_w = rng.poisson(float(h), replicates) if h else np.zeros(replicates, dtype=np.int64)
-    win_w = poisson1(rng, (idx.size, replicates))
+    win_w = poisson1(rng, (replicates, idx.size))
     out, bad = _window_quantile(vals[idx], head_w, win_w, q)
     for r in np.flatnonzero(bad):
         order = np.sort(vals)
         head = rng.multinomial(int(head_w[r]), np.full(h, 1.0 / h))
-        out[r] = _weighted_quantile(order, np.concatenate([head, win_w[:, r]])[:, None], q)[0]
+        out[r] = _weighted_quantile(order, np.concatenate([head, win_w[r]])[None, :], q)[0]
     return out
 
 
 def _normal_sums(x: np.ndarray, rng: np.random.Generator, replicates: int) -> np.ndarray:
-    """Replicates (B × columns) of Σ w·x under Poisson(1) weights, by their normal limit.
+    """Replicates (columns) of Σ w·x for each row of ``x`` under Poisson(1) weights, by their normal limit.
 
     Mean Σx and covariance Σ x xᵀ are the bootstrap's exact first two moments; for n > ``EXACT_MAX_N`` the
     resulting percentile intervals match the exact bootstrap (validated in tests/ingest/test_bootstrap.py).
     """
-    lam, vec = np.linalg.eigh(x.T @ x)
+    lam, vec = np.linalg.eigh(np.einsum("in,jn->ij", x, x))
     root = vec * np.sqrt(np.clip(lam, 0.0, None))
-    return x.sum(axis=0) + rng.standard_normal((replicates, x.shape[1])) @ root.T
+    return x.sum(axis=1)[:, None] + np.einsum("ij,jb->ib", root, rng.standard_normal((x.shape[0], replicates)))
 
 
 def bootstrap_arrays(
@@ -216,20 +217,21 @@ def bootstrap_arrays(
     finite = np.isfinite(e2e)
     drafted = cols["drafted_tokens"] if depth > 0 else None
     has_acc = drafted is not None and bool(np.isfinite(drafted).all()) and drafted.sum() > 0
-    x = np.zeros((n, 4))
-    x[finite, 0], x[finite, 1] = tokens[finite], e2e[finite]
+    x = np.zeros((4 if has_acc else 2, n))  # the summed quantities, one row each
+    x[0], x[1] = np.where(finite, tokens, 0.0), np.where(finite, e2e, 0.0)
     if has_acc:
-        x[:, 2], x[:, 3] = drafted, np.nan_to_num(cols["accepted_tokens"], nan=0.0)
+        x[2], x[3] = drafted, np.nan_to_num(cols["accepted_tokens"], nan=0.0)
     w = poisson1(rng, (n, replicates)) if exact else None  # one row of weights per request
-    sums = (x.T @ w.astype(np.float64)).T if w is not None else _normal_sums(x, rng, replicates)
-    total = w.sum(axis=0, dtype=np.int64) if w is not None else None
+    # einsum, not BLAS: these products are small, and a threaded BLAS spins against a busy machine's other work
+    sums = np.einsum("kn,nb->kb", x, w.astype(np.float64)) if w is not None else _normal_sums(x, rng, replicates)
     out: dict[str, np.ndarray] = {}
     if point_tput is not None and finite.any():
-        base = x[:, 0].sum() / x[:, 1].sum()
+        base = x[0].sum() / x[1].sum()
         with np.errstate(invalid="ignore", divide="ignore"):
-            out["output_throughput"] = point_tput * (sums[:, 0] / sums[:, 1]) / base
+            out["output_throughput"] = point_tput * (sums[0] / sums[1]) / base
     else:
         out["output_throughput"] = nan.copy()
+    total = w.sum(axis=0, dtype=np.int64) if w is not None else None
     for col, key in (("e2e_ms", "p99_e2e_ms"), ("tpot_ms", "p99_tpot_ms"), ("ttft_ms", "p99_ttft_ms")):
         vals = cols[col]
         keep = np.isfinite(vals)
@@ -244,8 +246,8 @@ def bootstrap_arrays(
             out[key] = _tail_quantile(vals[keep], rng, replicates, QUANTILE)
     if has_acc:
         with np.errstate(invalid="ignore", divide="ignore"):
-            out["acceptance_rate"] = sums[:, 3] / sums[:, 2]
-            out["acceptance_length"] = 1.0 + sums[:, 3] / (sums[:, 2] / depth)
+            out["acceptance_rate"] = sums[3] / sums[2]
+            out["acceptance_length"] = 1.0 + sums[3] / (sums[2] / depth)
     else:
         out["acceptance_rate"] = nan.copy()
         out["acceptance_length"] = nan.copy()
@@ -265,6 +267,8 @@ def bootstrap(
     ok = requests.filter(pl.col("ok").fill_null(True)) if requests.height else requests
     if ok.height == 0:
         return {k: np.full(replicates, np.nan) for k in METRIC_KEYS}
+    if "request_index" in ok.columns and not ok["request_index"].is_sorted():
+        ok = ok.sort("request_index", maintain_order=True)  # replicates do not depend on the rows' order
     return bootstrap_arrays(request_arrays(ok), metrics.values.get("output_throughput"), depth=depth, seed=seed,
                             replicates=replicates)
 

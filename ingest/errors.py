@@ -10,11 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def _printable(text: str) -> str:
+    """A file name as one safe line: newlines, NUL, bidi overrides and other unprintables become escapes."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 class InputError(Exception):
     """Input that cannot be accepted; carries where and why, never a traceback for the user."""
 
     def __init__(self, path: str | Path | None, line: int, message: str) -> None:
-        self.path = str(path) if path is not None else "<input>"
+        self.path = _printable(str(path)) if path is not None else "<input>"
         self.line = int(line)
         self.message = " ".join(str(message).split())  # always one line
         super().__init__(self.one_line())

@@ -324,19 +324,33 @@ def write_tables_bulk(
             out[table] = keep_cells(frame, keys)
     if "cell_bootstrap" not in out and "requests" in out:
         out["cell_bootstrap"] = bootstrap_frames(new_cells, out["requests"])
-    with transaction(con):
-        if "runs" in tables:
-            runs = tables["runs"]
-            have = sql.frame(con, "SELECT run_id FROM runs")
-            runs = runs.join(have, on="run_id", how="anti") if have.height else runs
-            _insert(con, "runs", runs)
-        for table, frame in out.items():
-            _insert(con, table, frame)
-            added[table] = frame.height
-        for table, frame in (extra or {}).items():
-            _insert(con, table, frame)
-            added[table] = frame.height
+    # Bulk rows need not keep their input order (readers ORDER BY request_index): DuckDB then writes compressed
+    # row groups in parallel, instead of rewriting them at the next checkpoint (~40 % of a 10 M-row load).
+    con.execute("SET preserve_insertion_order = false")
+    try:
+        with transaction(con):
+            if "runs" in tables:
+                runs = tables["runs"]
+                have = sql.frame(con, "SELECT run_id FROM runs")
+                runs = runs.join(have, on="run_id", how="anti") if have.height else runs
+                _insert(con, "runs", runs)
+            for table, frame in out.items():
+                _insert(con, table, frame)
+                added[table] = frame.height
+            for table, frame in (extra or {}).items():
+                _insert(con, table, frame)
+                added[table] = frame.height
+    finally:
+        con.execute("RESET preserve_insertion_order")
     return added
+
+
+def _unordered(requests: pl.DataFrame) -> bool:
+    """Does request_index go backwards inside a run of one cell's rows?"""
+    if "request_index" not in requests.columns:
+        return False
+    same = (pl.col("cell_id") == pl.col("cell_id").shift()) & (pl.col("run_id") == pl.col("run_id").shift())
+    return bool(requests.select((same & (pl.col("request_index").diff() < 0)).fill_null(False).any()).item())
 
 
 _BOOT_COLUMNS = ("output_tokens", "e2e_ms", "ttft_ms", "tpot_ms", "drafted_tokens", "accepted_tokens")
@@ -352,8 +366,9 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
     if requests.height == 0 or ok_cells.height == 0:
         return pl.DataFrame()
     segs = segments(requests)
-    if segs.select("run_id", "cell_id").is_duplicated().any():  # a cell's rows are scattered: group them
-        requests = requests.sort("run_id", "cell_id", maintain_order=True)
+    if segs.select("run_id", "cell_id").is_duplicated().any() or _unordered(requests):
+        # replicates depend on the order of a cell's rows: group them and use request order, as write_cell does
+        requests = requests.sort("run_id", "cell_id", "request_index", maintain_order=True)
         segs = segments(requests)
     span = {(r, c): (a, a + n) for r, c, a, n in segs.iter_rows()}
     n_rows = requests.height

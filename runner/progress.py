@@ -10,6 +10,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -24,13 +25,20 @@ def progress_display(*, quiet: bool) -> Iterator[ProgressFn | None]:
         yield None
         return
     console = Console(stderr=True)
-    with Progress(
+    bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("cells"),
         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False,
-    ) as bar:
-        task = bar.add_task("starting", total=None)
+    )
+    task: list[TaskID] = []  # started on the first update, so an early error stays one clean line
 
-        def update(label: str, done: int, total: int) -> None:
-            bar.update(task, description=label, completed=done, total=total)
+    def update(label: str, done: int | None, total: int | None) -> None:
+        if not task:
+            bar.start()
+            task.append(bar.add_task(label, total=None))
+        bar.update(task[0], description=label, completed=done, total=total)
 
+    try:
         yield update
+    finally:
+        if task:
+            bar.stop()

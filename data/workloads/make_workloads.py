@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (prose: one prompt per line reads better than wrapped fragments)
 """Write spectune's built-in prompt sets: data/workloads/{code,chat,reasoning}.jsonl.
 
 Owns the built-in workloads' text. Every prompt here was written for spectune (nothing downloaded):

@@ -59,7 +59,7 @@ def land(con: duckdb.DuckDBPyConnection, files: list[ParsedFile]) -> list[dict[s
             parts["cells"].append(cells)
             for t in ("positions", "requests", "cell_bootstrap"):
                 if t in f.tables and f.tables[t].height:
-                    rows = f.tables[t].join(keys, on=["run_id", "cell_id"], how="semi")
+                    rows = store.keep_cells(f.tables[t], keys)  # a semi join over runs of rows (cheap)
                     parts[t].append(rows)
                     report["requests"] += rows.height if t == "requests" else 0
             parts["runs"] += [f.tables["runs"], _run_frame(f)]

@@ -225,3 +225,19 @@ def test_production_counters_fit_acceptance_and_report_drift(con):
     assert bench["acceptance"]["source"] == "benchmark"
     w, b = worse["recommendations"][0], bench["recommendations"][0]
     assert w["expected"]["output_throughput"] < b["expected"]["output_throughput"]
+
+
+def test_goodput_under_an_slo_and_latency_as_the_metric(con):
+    frame = read_trace(SAMPLES / "azure_conv.csv").frame
+    base = {"families": ("Qwen",), "gpus": ("MI355X",)}
+    loose = rescore(con, frame, RescoreOptions(**base, metric="goodput", slo_ttft_ms=60_000, slo_tpot_ms=1_000))
+    tight = rescore(con, frame, RescoreOptions(**base, metric="goodput", slo_ttft_ms=60_000, slo_tpot_ms=6.0))
+    assert loose["slo"] == {"ttft_ms": 60_000, "tpot_ms": 1_000}
+    lg, tg = loose["recommendations"][0]["expected"]["goodput"], tight["recommendations"][0]["expected"]["goodput"]
+    assert 0 < tg < lg
+    none = next(c for c in tight["candidates"] if c["method"] == "none")
+    assert none["goodput"] < tg  # the baseline's slower tokens miss a tight TPOT SLO more often
+    p99 = rescore(con, frame, RescoreOptions(**base, metric="p99_e2e_ms"))
+    assert not p99["higher_is_better"]
+    win = p99["recommendations"][0]
+    assert win["expected"]["p99_e2e_ms"] == min(c["p99_e2e_ms"] for c in p99["candidates"])

@@ -51,7 +51,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _metrics(self) -> str:
         if not self.depth:
-            return "# HELP vllm:num_requests_running x\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 0.0\n"
+            return "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 0.0\n"
         lines = []
         with LOCK:
             for name, value in (("drafts", STATE["drafts"]), ("draft_tokens", STATE["draft_tokens"]),
@@ -60,7 +60,8 @@ class Handler(BaseHTTPRequestHandler):
                           f'vllm:spec_decode_num_{name}_total{{engine="0",model_name="m"}} {float(value)}']
             lines.append("# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter")
             for i, v in enumerate(STATE["per_pos"]):
-                lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",position="{i}"}} {float(v)}')
+                labels = f'engine="0",position="{i}"'
+                lines.append(f"vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels}}} {float(v)}")
         return "\n".join(lines) + "\n"
 
     def do_POST(self) -> None:

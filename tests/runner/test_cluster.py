@@ -14,7 +14,6 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ingest import sql, store
-from runner.backends.sim import SimBackend
 from runner.execute import RunOptions, run_matrix
 from runner.matrix import load_matrix
 from tests.conftest import REPO

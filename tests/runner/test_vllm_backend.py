@@ -162,7 +162,8 @@ def test_prepare_reaps_a_server_left_by_a_dead_runner(tmp_path: Path) -> None:
     run_dir.mkdir(parents=True)
     # Started by a launcher that exits at once, as a killed runner would: the server's parent is init.
     launcher = (f"import subprocess, sys; p = subprocess.Popen([sys.executable, {str(FAKE)!r}, '--model', 'ok', "
-                f"'--port', '0'], start_new_session=True, stdout=subprocess.DEVNULL); print(p.pid)")
+                f"'--port', '0'], start_new_session=True, stdout=subprocess.DEVNULL, "
+                f"stderr=subprocess.DEVNULL); print(p.pid)")
     orphan_pid = int(subprocess.run([sys.executable, "-c", launcher], cwd=run_dir, capture_output=True, text=True,
                                     check=True).stdout)
     dead_runner = subprocess.Popen([sys.executable, "-c", "pass"])

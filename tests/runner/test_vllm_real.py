@@ -1,0 +1,142 @@
+"""The runner against a REAL vLLM 0.32 server on this CPU (tiny random Llama), through the command line.
+
+Needs ``scripts/setup_vllm_cpu.sh DIR`` and ``SPECTUNE_VLLM_ENV=DIR``; skipped only when that variable
+is unset. Covers: the cpu-smoke matrix end to end (ngram acceptance counters, none without, ordered
+latencies, rows in the store, no server left), a bad model path through the backend, and SIGKILL of
+the runner during a real vLLM cell followed by --resume. Four server starts in all (~35 s each),
+one of them failing fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ingest import sql, store
+from runner.vllm.pidfile import group_alive
+from runner.vllm.server import env_from_setup
+from tests.conftest import REPO, cli
+from tests.runner.procs import wait_gone
+
+pytestmark = pytest.mark.vllm
+SMOKE = REPO / "runner" / "matrices" / "cpu-smoke.toml"
+
+
+@pytest.fixture(scope="module")
+def vllm_env() -> dict[str, str]:
+    env_dir = os.environ.get("SPECTUNE_VLLM_ENV")
+    if not env_dir:
+        pytest.skip("SPECTUNE_VLLM_ENV is unset (run scripts/setup_vllm_cpu.sh DIR, then set it to DIR)")
+    return env_from_setup(env_dir)
+
+
+def runner_cli(tmp: Path, env: dict[str, str], matrix: Path, *extra: str) -> subprocess.CompletedProcess:
+    return cli("runner", "run", "--matrix", str(matrix), "--backend", "vllm", "--db", str(tmp / "s.duckdb"),
+               "--runs-dir", str(tmp / "runs"), *extra, env=env, timeout=900)
+
+
+def test_cpu_smoke_matrix_against_real_vllm(vllm_env: dict[str, str], tmp_path: Path) -> None:
+    plan = cli("runner", "plan", "--matrix", str(SMOKE), "--json", env=vllm_env)
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)["cells"] == 2
+    res = runner_cli(tmp_path, vllm_env, SMOKE, "--json")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert (summary["cells_ok"], summary["cells_failed"]) == (2, 0), summary["failures"]
+    with store.session(tmp_path / "s.duckdb", read_only=True) as con:
+        cells = {r["method"]: r for r in sql.frame(con, "SELECT * FROM cells").iter_rows(named=True)}
+        n_req = sql.one(con, "SELECT count(*) FROM requests WHERE ok")[0]
+        run = sql.frame(con, "SELECT * FROM runs").row(0, named=True)
+        positions = sql.frame(con, "SELECT position, acceptance FROM positions ORDER BY position")
+    ngram, none = cells["ngram"], cells["none"]
+    assert ngram["drafts"] > 0 and ngram["draft_tokens"] > 0 and ngram["accepted_tokens"] > 0
+    assert 0 < ngram["acceptance_rate"] <= 1 and 1 < ngram["acceptance_length"] <= 1 + 3
+    assert positions.height == 3 and positions["acceptance"].is_sorted(descending=True)
+    assert none["drafts"] is None and none["acceptance_rate"] is None
+    for c in (ngram, none):
+        assert c["status"] == "ok" and c["n_requests"] == 20 and c["n_failed"] == 0
+        assert c["output_tokens"] == 20 * 48  # ignore_eos: exactly max_tokens each
+        assert c["output_throughput"] > 0 and c["gpu_count"] == 1
+        for m in ("ttft_ms", "tpot_ms", "e2e_ms"):
+            assert 0 < c[f"p50_{m}"] <= c[f"p90_{m}"] <= c[f"p99_{m}"], m
+    assert n_req == 40
+    assert run["backend"] == "vllm" and run["gpu_model"] == "cpu" and run["engine_version"] == "vllm 0.32.0"
+    logs = sorted(p.name for p in (tmp_path / "runs").glob("*/*.log"))
+    assert logs == ["TinyLlama_ngram_3_cpu.log", "TinyLlama_none_cpu.log"]
+    assert wait_gone(tmp_path / "runs") == []
+
+
+def test_bad_model_path_fails_the_cell_with_the_reason(vllm_env: dict[str, str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    text = SMOKE.read_text().replace('model = "${SPECTUNE_VLLM_MODEL}"', f'model = "{tmp_path / "no-such-model"}"')
+    bad.write_text(text.replace("[methods.ngram]\ndepths = [3]", "").replace("extra = {", "# extra = {"))
+    t0 = time.monotonic()
+    res = runner_cli(tmp_path, vllm_env, bad, "--json")
+    assert time.monotonic() - t0 < 180
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert (summary["cells_ok"], summary["cells_failed"]) == (0, 1)
+    err = summary["failures"][0]["error"]
+    assert err.startswith("server start failed: server exited with code") and "no-such-model" in err
+    assert wait_gone(tmp_path / "runs") == []
+
+
+def _requests_done(port: int) -> float:
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    return sum(float(m) for m in re.findall(r"^vllm:request_success_total\{[^}]*\} (\S+)$", text, re.M))
+
+
+def test_sigkill_during_a_real_vllm_cell_then_resume(vllm_env: dict[str, str], tmp_path: Path) -> None:
+    # One server config, two loads: the first cell finishes, the runner dies during the second.
+    matrix = tmp_path / "kill.toml"
+    text = SMOKE.read_text().replace("[methods.none]\n", "").replace("concurrency = [2]", "concurrency = [2, 4]")
+    matrix.write_text(text.replace("requests_per_cell = 20", "requests_per_cell = 30"))
+    env = {**os.environ, **vllm_env, "PYTHONPATH": str(REPO)}
+    runner = subprocess.Popen([sys.executable, "-m", "runner", "run", "--matrix", str(matrix), "--backend", "vllm",
+                               "--db", str(tmp_path / "s.duckdb"), "--runs-dir", str(tmp_path / "runs"),
+                               "--run-id", "K", "--json"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        pid_file = tmp_path / "runs" / "K" / "TinyLlama_ngram_3_cpu.pid"
+        deadline = time.monotonic() + 400
+        while not pid_file.exists() and time.monotonic() < deadline and runner.poll() is None:
+            time.sleep(0.2)
+        record = json.loads(pid_file.read_text())
+        # warm-up (2) + the first cell (30) + a few requests of the second cell
+        while time.monotonic() < deadline:
+            try:
+                if _requests_done(record["port"]) >= 2 + 30 + 4:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        assert _requests_done(record["port"]) < 2 + 30 + 30, "the second cell must still be running"
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+    assert group_alive(record["pgid"]), "the server outlives a SIGKILLed runner (own session) until resumed"
+    with store.session(tmp_path / "s.duckdb", read_only=True) as con:
+        landed = sql.frame(con, "SELECT concurrency, written_at FROM cells").rows()
+    assert [c for c, _ in landed] == [2], "the finished cell landed, the interrupted one left nothing"
+    res = runner_cli(tmp_path, vllm_env, matrix, "--run-id", "K", "--resume", "--json")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert (summary["cells_ok"], summary["cells_skipped"], summary["cells_failed"]) == (1, 1, 0)
+    assert not group_alive(record["pgid"]), "resume reaped the orphaned server"
+    with store.session(tmp_path / "s.duckdb", read_only=True) as con:
+        after = dict(sql.frame(con, "SELECT concurrency, written_at FROM cells").rows())
+        dupes = sql.one(con, "SELECT count(*) - count(DISTINCT (cell_id, request_index)) FROM requests")[0]
+        n = sql.one(con, "SELECT count(*) FROM requests")[0]
+        accepted = sql.one(con, "SELECT min(accepted_tokens) FROM cells")[0]
+    assert after[2] == landed[0][1], "the finished cell was not rerun"
+    assert set(after) == {2, 4} and dupes == 0 and n == 60 and accepted > 0
+    assert wait_gone(tmp_path / "runs") == []
