@@ -55,7 +55,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             print(f"adaptive stopping (simulated, {a['cells_simulated']} cells, target width "
                   f"{a['target_rel_width']:g}): {a['mean_adaptive_requests_per_cell']:g} requests/cell vs "
                   f"{a['fixed_requests_per_cell']} fixed for equal CI width — {a['requests_saved_pct']:g} % fewer "
-                  f"requests, {a['gpu_time_saved_pct']:g} % less GPU time, ~{a['gpu_hours_saved']:g} GPU-hours saved")
+                  f"requests, {a['gpu_time_saved_pct']:g} % less GPU time, ~{a['gpu_hours_saved']:.1f} GPU-hours saved")
         elif plan.adaptive:
             print(f"adaptive stopping: {plan.adaptive.get('note', 'no simulated estimate')}")
     return 0

@@ -205,6 +205,7 @@ def simulated_saving(matrix: Matrix, spec: AdaptiveSpec | None = None, limit: in
              for m in METRICS} if reached else {}
     out.update({
         "fixed_requests_per_cell": grid[fixed_i],
+        "mean_fixed_requests_per_cell": round(req_fixed / len(traces), 1),
         "mean_adaptive_requests_per_cell": round(req_adaptive / len(traces), 1),
         "cells_within_target": len(reached),
         "requests_saved_pct": round(100.0 * (1 - req_adaptive / req_fixed), 1),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import tempfile
 from collections.abc import Callable
@@ -72,22 +73,22 @@ def run_config(matrix: Matrix, config: ServerConfig, cells: list[CellKey], backe
                       hostname=socket.gethostname(), resources=dict(ctx.get_assigned_resources()), pid=os.getpid())
 
 
-def _init(address: str) -> bool:
-    """Connect (or start a local cluster for ``local``); False when Ray was already initialised."""
+def _init(address: str) -> tuple[bool, str | None]:
+    """Connect (or start a local cluster for ``local``): (started here?, temp dir to remove afterwards)."""
     import ray
 
     if ray.is_initialized():
-        return False
+        return False, None
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address == "local":
         # Under $TMPDIR with a short name: Ray's unix socket paths must stay under 108 bytes.
         temp_dir = tempfile.mkdtemp(prefix="st-ray-")
         resources = json.loads(os.environ.get("SPECTUNE_RAY_RESOURCES", "{}") or "{}")
-        ray.init(resources=resources, _temp_dir=str(temp_dir), **kwargs)
-    else:
-        ray.init(address=address, **kwargs)
-    return True
+        ray.init(resources=resources, _temp_dir=temp_dir, **kwargs)
+        return True, temp_dir
+    ray.init(address=address, **kwargs)
+    return True, None
 
 
 def _failed(cells: list[CellKey], reason: str) -> list[CellOutcome]:
@@ -109,12 +110,14 @@ def run_matrix_ray(matrix: Matrix, opts: RunOptions, address: str = "auto", prog
     import ray
 
     runs_dir = runs_dir_for(opts)
-    started = _init(address)
+    started, temp_dir = _init(address)
     try:
         return _drive(matrix, opts, runs_dir, address, progress, factory)
     finally:
         if started:
             ray.shutdown()
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progress: Progress | None,

@@ -116,7 +116,7 @@ def adaptive_plan(matrix: Matrix, gpu_hours: float, cell_gpu_hours: float) -> di
         return saving
     start_hours = gpu_hours - cell_gpu_hours
     per_request = cell_gpu_hours / matrix.requests_per_cell
-    fixed = start_hours + per_request * float(saving["fixed_requests_per_cell"])
+    fixed = start_hours + per_request * float(saving["mean_fixed_requests_per_cell"])
     adaptive = start_hours + per_request * float(saving["mean_adaptive_requests_per_cell"])
     return {**saving, "fixed_gpu_hours": round(fixed, 3), "adaptive_gpu_hours": round(adaptive, 3),
             "gpu_hours_saved": round(fixed - adaptive, 3)}

@@ -65,6 +65,7 @@ class Session:
         self.token = token
         self.ws = None
         self.session_id: str | None = None
+        self.gather_usage_stats: bool | None = None  # what the server tells the browser
 
     async def __aenter__(self) -> Session:
         token = self.token or xsrf_cookie(self.url)
@@ -94,8 +95,10 @@ class Session:
                 break
             fwd = ForwardMsg.FromString(raw)
             kind = fwd.WhichOneof("type")
-            if kind == "new_session" and fwd.new_session.initialize.session_id:
-                self.session_id = fwd.new_session.initialize.session_id
+            if kind == "new_session":
+                if fwd.new_session.initialize.session_id:
+                    self.session_id = fwd.new_session.initialize.session_id
+                self.gather_usage_stats = fwd.new_session.config.gather_usage_stats
             elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                 res.elements += 1
                 el = fwd.delta.new_element

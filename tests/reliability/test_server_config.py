@@ -3,6 +3,7 @@ and upload-capped — checked in the file AND on a real server started with noth
 
 from __future__ import annotations
 
+import asyncio
 import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
@@ -11,7 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO
-from tests.reliability.stclient import listening_addresses, raw_put, serve
+from tests.reliability.stclient import Session, listening_addresses, raw_put, serve
 
 CONFIG = REPO / ".streamlit" / "config.toml"
 
@@ -62,11 +63,13 @@ def test_real_server_sets_an_xsrf_cookie_and_refuses_uploads_without_it(server) 
     assert status == 403  # XSRF check comes before anything else
 
 
-def test_real_server_sends_no_usage_stats(server) -> None:
-    url, _pid, log = server
-    r = httpx.get(url + "/_stcore/host-config", timeout=10)
-    assert r.status_code == 200
-    text = log.read_text()
-    assert "gatherUsageStats" not in text or "false" in text.lower()
-    # Streamlit prints this hint only when stats are being collected
-    assert "collect usage statistics" not in text.lower()
+def test_real_server_tells_the_browser_not_to_gather_usage_stats(server) -> None:
+    url, _pid, _log = server
+
+    async def first_session() -> bool | None:
+        async with Session(url) as s:
+            res = await s.run("", "")
+            assert res.status == "FINISHED_SUCCESSFULLY" and not res.exceptions
+            return s.gather_usage_stats
+
+    assert asyncio.run(first_session()) is False

@@ -23,7 +23,7 @@ from runner.adaptive import (
 )
 from runner.matrix import load_matrix
 from runner.simulate import simulate_cell
-from tests.conftest import REPO, cli
+from tests.conftest import REPO, SMALL_MATRIX, cli
 
 DEFAULT = REPO / "runner" / "matrices" / "default.toml"
 
@@ -93,8 +93,10 @@ def test_plan_reports_the_saving(tmp_path: Path) -> None:
     a = plan["adaptive"]
     assert a["requests_saved_pct"] >= 30
     assert a["adaptive_gpu_hours"] < a["fixed_gpu_hours"] and a["gpu_hours_saved"] > 0
-    text = cli("runner", "plan", "--matrix", str(path), db=tmp_path / "none.duckdb").stdout
-    assert "adaptive stopping (simulated, 36 cells, target width 0.15)" in text
+    small = tmp_path / "small.toml"
+    small.write_text(SMALL_MATRIX + "\n[adaptive]\ntarget_rel_width = 0.2\nmin_requests = 20\nmax_requests = 120\n")
+    text = cli("runner", "plan", "--matrix", str(small), db=tmp_path / "none.duckdb").stdout
+    assert "adaptive stopping (simulated, 36 cells, target width 0.2)" in text and "GPU-hours saved" in text
     plain = json.loads(cli("runner", "plan", "--matrix", str(DEFAULT), "--json", db=tmp_path / "n.duckdb").stdout)
     assert "adaptive" not in plain
 

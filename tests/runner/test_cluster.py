@@ -109,3 +109,23 @@ def test_a_config_no_node_can_host_fails_at_once(local_ray: None, tmp_path: Path
     b200 = [k for k in matrix.cells() if k.gpu == "B200"]
     assert summary.cells_failed == len(b200) and summary.cells_ok == len(matrix.cells()) - len(b200)
     assert all("no Ray node offers" in f["error"] and "B200" in f["error"] for f in summary.failures)
+
+
+def test_cli_ray_local_starts_and_removes_its_own_cluster(tmp_path: Path) -> None:
+    from tests.conftest import cli
+
+    path = tmp_path / "m.toml"
+    path.write_text(MATRIX)
+    short = Path("/tmp") / f"st-{os.getpid()}"  # Ray's socket paths must stay under 108 bytes
+    short.mkdir(exist_ok=True)
+    try:
+        res = cli("runner", "run", "--matrix", str(path), "--ray", "local", "--db", str(tmp_path / "s.duckdb"),
+                  "--json", env={"SPECTUNE_RAY_RESOURCES": '{"MI300X": 2, "MI355X": 2}', "TMPDIR": str(short),
+                                 "RAY_AUTH_MODE": "disabled"})
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["cells_ok"] == len(load_matrix(path).cells())
+        assert list(short.glob("st-ray-*")) == [], "the throwaway cluster's temp dir is removed"
+    finally:
+        import shutil
+
+        shutil.rmtree(short, ignore_errors=True)
