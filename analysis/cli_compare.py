@@ -13,6 +13,7 @@ from pathlib import Path
 
 from analysis.compare import COMPARED, CompareOptions, compare_runs, resolve_run
 from analysis.metrics import METRICS
+from ingest.errors import UsageError
 
 EXIT_WINNER_CHANGED = 3
 TOP_MOVERS = 15
@@ -89,8 +90,9 @@ def to_markdown(report: dict) -> str:
 def _run(args: argparse.Namespace) -> int:
     from ingest import store
 
-    read_only = args.db is not None and Path(args.db).exists()
-    with store.connect(args.db, read_only=read_only) as con:
+    if args.db is not None and not Path(args.db).exists():  # comparing only reads: never create a store
+        raise UsageError(f"{args.db}: no such store")
+    with store.connect(args.db, read_only=args.db is not None or store.default_db_path().exists()) as con:
         run_b = resolve_run(con, args.run_b)
         run_a = resolve_run(con, args.run_a, before=run_b)
         report = compare_runs(con, run_a, run_b, CompareOptions(metric=args.metric,

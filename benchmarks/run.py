@@ -16,9 +16,12 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import figure, load_average, machine, timed
+from benchmarks.common import REPO, figure, load_average, machine, timed
 
 KEYS = ("winners_10m_s", "winners_10m_pandas_s", "rescore_1m_csv_s", "rescore_10m_parquet_s", "ingest_rows_per_s",
         "page_rerun_s", "cold_start_s", "dashboard_rss_mb", "client_cpu_ms_per_request")
@@ -53,35 +56,44 @@ QUICK = Plan(store_rows=302_400, csv_rows=100_000, parquet_rows=300_000, repeats
              client_repeats=1)
 
 
-def _rescore(db: Path, trace: Path, repeats: int) -> dict[str, Any]:
-    """The CLI's own path (``python -m analysis rescore TRACE --json``) in this process."""
+def _rescore(db: Path, trace: Path, repeats: int, warm: Path) -> dict[str, Any]:
+    """The CLI's own path (``python -m analysis rescore TRACE --json``) in this process, after one untimed run on
+    a small trace (imports warm, as in the dashboard); one cold ``python -m`` subprocess run is reported too."""
     from analysis.__main__ import main as analysis_main
 
-    def once() -> dict:
+    def once(path: Path) -> dict:
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            code = analysis_main(["rescore", str(trace), "--db", str(db), "--json"])
+            code = analysis_main(["rescore", str(path), "--db", str(db), "--json"])
         if code != 0:
             raise RuntimeError(f"rescore exited {code}")
         return json.loads(buf.getvalue())
 
-    s = timed(once, repeats)
+    once(warm)
+    s = timed(lambda: once(trace), repeats)
     doc = s.results[-1]
+    t0 = time.perf_counter()
+    cold = subprocess.run([sys.executable, "-m", "analysis", "rescore", str(trace), "--db", str(db), "--json"],
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=600)
+    cli_s = time.perf_counter() - t0
+    if cold.returncode != 0:
+        raise RuntimeError(f"python -m analysis rescore exited {cold.returncode}: {cold.stderr[-500:]!r}")
     return figure(s.wall, cpu=s.cpu, requests=doc["trace"]["requests"], recommendations=len(doc["recommendations"]),
-                  file_mb=round(trace.stat().st_size / 2**20, 1))
+                  file_mb=round(trace.stat().st_size / 2**20, 1), cli_subprocess_s=round(cli_s, 3),
+                  measured="in-process CLI entry point, imports warm; cli_subprocess_s: one fresh `python -m` run")
 
 
-def _make_traces(workdir: Path, plan: Plan) -> tuple[Path, Path]:
+def _make_traces(workdir: Path, plan: Plan) -> tuple[Path, Path, Path]:
     from benchmarks import traces
 
     # the Azure file naming carries the workload (``code``), as the public traces do
     csv = workdir / f"AzureLLMInferenceTrace_code_{plan.csv_rows}.csv"
     pq = workdir / f"trace_mixed_{plan.parquet_rows}.parquet"
-    if not csv.exists():
-        traces.make_trace(plan.csv_rows, csv, "csv", workload="code")
-    if not pq.exists():
-        traces.make_trace(plan.parquet_rows, pq, "parquet")
-    return csv, pq
+    warm = workdir / "AzureLLMInferenceTrace_code_warmup.csv"
+    for path, n, fmt in ((csv, plan.csv_rows, "csv"), (pq, plan.parquet_rows, "parquet"), (warm, 1000, "csv")):
+        if not path.exists():
+            traces.make_trace(n, path, fmt, workload="code" if fmt == "csv" else "mixed")
+    return csv, pq, warm
 
 
 def run(plan: Plan, workdir: Path, only: set[str] | None = None, log=print) -> dict[str, Any]:
@@ -117,13 +129,14 @@ def run(plan: Plan, workdir: Path, only: set[str] | None = None, log=print) -> d
             figures["winners_10m_pandas_point_s"]["ratio_vs_spectune"] = round(
                 figures["winners_10m_pandas_point_s"]["median"] / figures["winners_10m_s"]["median"], 1)
     if want("rescore_1m_csv_s") or want("rescore_10m_parquet_s"):
-        csv, pq = _make_traces(workdir, plan)
+        csv, pq, warm = _make_traces(workdir, plan)
         if want("rescore_1m_csv_s"):
             log(f"rescore CSV {plan.csv_rows}")
-            figures["rescore_1m_csv_s"] = {**_rescore(default_db, csv, plan.rescore_repeats), "target": "< 3"}
+            figures["rescore_1m_csv_s"] = {**_rescore(default_db, csv, plan.rescore_repeats, warm), "target": "< 3"}
         if want("rescore_10m_parquet_s"):
             log(f"rescore Parquet {plan.parquet_rows}")
-            figures["rescore_10m_parquet_s"] = {**_rescore(default_db, pq, plan.rescore_repeats), "target": "< 10"}
+            figures["rescore_10m_parquet_s"] = {**_rescore(default_db, pq, plan.rescore_repeats, warm),
+                                                "target": "< 10"}
         for key, target in (("rescore_1m_csv_s", 3.0), ("rescore_10m_parquet_s", 10.0)):
             if key in figures:
                 figures[key]["meets_target"] = figures[key]["median"] < target

@@ -122,11 +122,17 @@ def poisson1(rng: np.random.Generator, shape: int | tuple[int, ...]) -> np.ndarr
     return w
 
 
+def _window_size(n: int, q: float) -> tuple[int, int]:
+    """(h, k): a weighted q-quantile under Poisson(1) weights lies among the k = n − h largest of n values unless
+    the rank falls ``TAIL_SDS`` bootstrap SDs (√(n·q·(1−q))) below its mean."""
+    k = min(n, max(1, math.ceil(n * (1 - q) + TAIL_SDS * math.sqrt(n * q * (1 - q)) + 8)))
+    return n - k, k
+
+
 def _window(vals: np.ndarray, q: float) -> tuple[int, np.ndarray]:
-    """Head size h and the indices of the n − h largest values (ascending): the window a weighted q-quantile
-    under Poisson(1) weights falls into unless the head's weight is ``TAIL_SDS`` SDs above its mean."""
+    """Head size h and the indices of the n − h largest values, ascending (see :func:`_window_size`)."""
     n = vals.size
-    k = min(n, math.ceil(n * (1 - q) + TAIL_SDS * math.sqrt(n * q * (1 - q)) + 8))
+    _, k = _window_size(n, q)
     if k == n:
         return 0, np.argsort(vals, kind="stable")
     part = np.argpartition(vals, n - k)[n - k:]
@@ -169,20 +175,27 @@ def _exact_quantile(vals: np.ndarray, w: np.ndarray, total: np.ndarray, q: float
 
 
 def _tail_quantile(vals: np.ndarray, rng: np.random.Generator, replicates: int, q: float) -> np.ndarray:
-    """The weighted q-quantile under Poisson(1) weights, drawing weights for the upper-tail window only.
+    """The weighted q-quantile under Poisson(1) weights, exact in distribution, from 2 draws per replicate.
 
-    Exact in distribution: the head (the h smallest values) has total weight S ~ Poisson(h) and only the
-    window's values get individual weights. A replicate whose quantile falls into the head (probability
-    < 10⁻⁹ at ``TAIL_SDS`` = 6) is completed exactly — head weights given S are multinomial — and recomputed.
+    Poisson weights are a Poissonised resample: N ~ Poisson(n) requests drawn uniformly with replacement. The
+    quantile (the first value whose cumulative weight reaches q·N) is then the m-th smallest of N uniform
+    positions, m = ⌈q·N⌉, i.e. position ⌊n·U⌋ with U ~ Beta(m, N − m + 1). Only values in the upper window
+    are sorted; a position below it (probability < 10⁻⁹ at ``TAIL_SDS`` = 6) looks into a full sort.
     """
-    h, idx = _window(vals, q)
-    head_w = rng.poisson(float(h), replicates) if h else np.zeros(replicates, dtype=np.int64)
-    win_w = poisson1(rng, (replicates, idx.size))
-    out, bad = _window_quantile(vals[idx], head_w, win_w, q)
-    for r in np.flatnonzero(bad):
-        order = np.sort(vals)
-        head = rng.multinomial(int(head_w[r]), np.full(h, 1.0 / h))
-        out[r] = _weighted_quantile(order, np.concatenate([head, win_w[r]])[None, :], q)[0]
+    n = vals.size
+    total = rng.poisson(float(n), replicates)
+    out = np.full(replicates, np.nan)
+    drawn = total > 0
+    m = np.ceil(q * total[drawn])
+    pos = np.minimum((n * rng.beta(m, total[drawn] - m + 1)).astype(np.int64), n - 1)
+    h, _ = _window_size(n, q)
+    tail = np.sort(np.partition(vals, h)[h:]) if h else np.sort(vals)
+    found = np.empty(pos.size)
+    inside = pos >= h
+    found[inside] = tail[pos[inside] - h]
+    if not inside.all():
+        found[~inside] = np.sort(vals)[pos[~inside]]
+    out[drawn] = found
     return out
 
 

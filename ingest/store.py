@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from ingest import cellstats, schema, sql
+from ingest.bulk import bootstrap_frames, keep_cells, segments  # noqa: F401 (re-exported: importers use them)
 from ingest.errors import UsageError
 from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
 
@@ -79,12 +80,13 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         check_version(con, path)
         if str(path.resolve()) in _ENSURED:
             return
-    for ddl in schema.ddl_statements():
-        con.execute(ddl)
-    con.execute(
-        "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
-        [str(schema.SCHEMA_VERSION)],
-    )
+    with transaction(con):  # a store killed while being created has all its tables or none
+        for ddl in schema.ddl_statements():
+            con.execute(ddl)
+        con.execute(
+            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+            [str(schema.SCHEMA_VERSION)],
+        )
     _ENSURED.add(str(path.resolve()))
 
 
@@ -274,33 +276,6 @@ def write_failed_cell(con: duckdb.DuckDBPyConnection, run_id: str, key: CellKey,
                       error=error, replace=replace)
 
 
-def segments(frame: pl.DataFrame) -> pl.DataFrame:
-    """Runs of equal (run_id, cell_id) in row order: run_id, cell_id, start, len (one cheap pass, no hashing).
-
-    Exports and runner output keep each cell's rows together, so this is one row per cell; scattered rows
-    give several segments per cell.
-    """
-    if frame.height == 0:
-        return pl.DataFrame(schema={"run_id": pl.String, "cell_id": pl.String, "start": pl.Int64, "len": pl.Int64})
-    changed = (pl.col("cell_id") != pl.col("cell_id").shift()) | (pl.col("run_id") != pl.col("run_id").shift())
-    firsts = frame.select("run_id", "cell_id").with_row_index("start").filter(changed.fill_null(True))
-    starts = firsts["start"].cast(pl.Int64)
-    return firsts.select("run_id", "cell_id").with_columns(
-        starts.alias("start"), (starts.shift(-1).fill_null(frame.height) - starts).alias("len"))
-
-
-def keep_cells(frame: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
-    """Rows of ``frame`` whose (run_id, cell_id) is in ``keys`` — a semi join done on segments, not rows."""
-    if frame.height == 0:
-        return frame
-    segs = segments(frame)
-    keep = segs.join(keys.unique().with_columns(pl.lit(True).alias("keep")), on=["run_id", "cell_id"],
-                     how="left", maintain_order="left")["keep"].fill_null(False).to_numpy()
-    if keep.all():
-        return frame
-    return frame.filter(pl.Series(np.repeat(keep, segs["len"].to_numpy())))
-
-
 def write_tables_bulk(
     con: duckdb.DuckDBPyConnection, tables: dict[str, pl.DataFrame], *, extra: dict[str, pl.DataFrame] | None = None
 ) -> dict[str, int]:
@@ -343,58 +318,6 @@ def write_tables_bulk(
     finally:
         con.execute("RESET preserve_insertion_order")
     return added
-
-
-def _unordered(requests: pl.DataFrame) -> bool:
-    """Does request_index go backwards inside a run of one cell's rows?"""
-    if "request_index" not in requests.columns:
-        return False
-    same = (pl.col("cell_id") == pl.col("cell_id").shift()) & (pl.col("run_id") == pl.col("run_id").shift())
-    return bool(requests.select((same & (pl.col("request_index").diff() < 0)).fill_null(False).any()).item())
-
-
-_BOOT_COLUMNS = ("output_tokens", "e2e_ms", "ttft_ms", "tpot_ms", "drafted_tokens", "accepted_tokens")
-
-
-def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
-    """Bootstrap replicates for many cells at once (bulk loads).
-
-    Columns go to numpy once (nulls → NaN, zero-copy where possible); each ok cell is a slice of them (rows
-    grouped by cell first when they are scattered); one frame comes out. Failed requests are left out.
-    """
-    ok_cells = cells.filter(pl.col("status") == "ok").select("run_id", "cell_id", "depth", "output_throughput")
-    if requests.height == 0 or ok_cells.height == 0:
-        return pl.DataFrame()
-    segs = segments(requests)
-    if segs.select("run_id", "cell_id").is_duplicated().any() or _unordered(requests):
-        # replicates depend on the order of a cell's rows: group them and use request order, as write_cell does
-        requests = requests.sort("run_id", "cell_id", "request_index", maintain_order=True)
-        segs = segments(requests)
-    span = {(r, c): (a, a + n) for r, c, a, n in segs.iter_rows()}
-    n_rows = requests.height
-    arrays = {c: requests[c].cast(pl.Float64).to_numpy() if c in requests.columns else np.full(n_rows, np.nan)
-              for c in _BOOT_COLUMNS}
-    ok = requests["ok"].fill_null(True).to_numpy() if "ok" in requests.columns else np.ones(n_rows, dtype=bool)
-    B = cellstats.BOOTSTRAP_REPLICATES
-    done, parts = [], {k: [] for k in cellstats.METRIC_KEYS}
-    for run_id, cell_id, depth, tput in ok_cells.iter_rows():
-        if (run_id, cell_id) not in span:
-            continue
-        a, b = span[(run_id, cell_id)]
-        mask = ok[a:b]
-        cols = {c: v[a:b] if mask.all() else v[a:b][mask] for c, v in arrays.items()}
-        cols["output_tokens"] = np.nan_to_num(cols["output_tokens"], nan=0.0)
-        boot = cellstats.bootstrap_arrays(cols, tput, depth=int(depth), seed=cellstats.seed_for(cell_id))
-        done.append((run_id, cell_id))
-        for k in parts:
-            parts[k].append(boot[k])
-    if not done:
-        return pl.DataFrame()
-    keys = pl.DataFrame(done, schema={"run_id": pl.String, "cell_id": pl.String}, orient="row")
-    return keys[np.repeat(np.arange(len(done)), B)].with_columns(
-        pl.Series("replicate", np.tile(np.arange(B, dtype=np.int16), len(done))),
-        *[pl.Series(k, np.concatenate(v)) for k, v in parts.items()],
-    )
 
 
 def export_tables(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None = None) -> dict[str, pl.DataFrame]:

@@ -79,7 +79,8 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
     for r in records:
         k = (r["batch_size"], r["steps"])
         chosen[k] = _preferred(chosen[k], r) if k in chosen else r
-    parsed = ParsedFile(path=path, format=FORMAT, file_hash=sha256_file(path), run=None)  # type: ignore[arg-type]
+    file_hash = sha256_file(path)
+    parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=import_run(path, FORMAT, file_hash))
     kept = {id(r) for r in chosen.values()}
     for r in chosen.values():
         spec = r["steps"] > 0
@@ -106,6 +107,6 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
     if len(kept) < len(records):
         parsed.warnings.append(f"{len(records) - len(kept)} (topk, num_draft_tokens) variants share a cell with "
                                "another config at the same (batch_size, steps); kept the chain or the fastest")
-    parsed.run = import_run(path, FORMAT, parsed.file_hash, notes=f"SGLang bench_speculative.py records="
-                            f"{len(records)}", gpu_model=parsed.cells[0].key.gpu, gpu_count=parsed.cells[0].gpu_count)
+    parsed.run.notes = f"SGLang bench_speculative.py records={len(records)}"
+    parsed.run.gpu_model, parsed.run.gpu_count = parsed.cells[0].key.gpu, parsed.cells[0].gpu_count
     return parsed

@@ -91,9 +91,10 @@ def _answer(path: Path, line: int, rec: Any) -> Answer:
     if not isinstance(raw_wall, list) or len(raw_wall) != len(new_tokens):
         raise InputError(path, line, f"choices[0].wall_time must be a list of {len(new_tokens)} numbers "
                          "(one per turn, like new_tokens)")
-    wall = [finite(v) for v in raw_wall]
-    if any(v is None or v <= 0 for v in wall):
+    wall_raw = [finite(v) for v in raw_wall]
+    if any(v is None or v <= 0 for v in wall_raw):
         raise InputError(path, line, "choices[0].wall_time must hold positive seconds")
+    wall = [float(v) for v in wall_raw if v is not None]
     raw_acc = c.get("accept_lengths")
     turn_accepts = None
     accepts: list[float] = []
@@ -102,9 +103,10 @@ def _answer(path: Path, line: int, rec: Any) -> Answer:
             raise InputError(path, line, "choices[0].accept_lengths must be a list of numbers")
         nested = bool(raw_acc) and all(isinstance(v, list) for v in raw_acc)
         flat = [v for turn in raw_acc for v in turn] if nested else raw_acc
-        accepts = [finite(v) for v in flat]  # type: ignore[misc]
-        if any(v is None or v < 1 for v in accepts):
+        vals = [finite(v) for v in flat]
+        if any(v is None or v < 1 for v in vals):
             raise InputError(path, line, "choices[0].accept_lengths must hold numbers ≥ 1 (tokens per step)")
+        accepts = [float(v) for v in vals if v is not None]
         if nested and len(raw_acc) == len(new_tokens):
             turn_accepts = [[float(v) for v in turn] for turn in raw_acc]
         elif not nested and "decoding_steps" in c:
@@ -112,7 +114,7 @@ def _answer(path: Path, line: int, rec: Any) -> Answer:
             if len(steps) == len(new_tokens) and sum(steps) == len(accepts):
                 bounds = np.cumsum([0, *steps])
                 turn_accepts = [accepts[bounds[i]:bounds[i + 1]] for i in range(len(steps))]
-    return Answer(line, rec["category"].strip(), rec["model_id"], new_tokens, wall, turn_accepts, accepts)  # type: ignore[arg-type]
+    return Answer(line, rec["category"].strip(), rec["model_id"], new_tokens, wall, turn_accepts, accepts)
 
 
 def answers(path: Path) -> list[Answer]:
@@ -150,7 +152,8 @@ def category_figures(rows: list[Answer], baseline: list[Answer] | None) -> list[
             continue
         acc = [v for a in sel for v in a.accepts]
         tps, btps = tokens_per_s(sel), tokens_per_s(bsel)
-        out.append({"category": cat, "workload": CATEGORY_WORKLOADS.get(cat, cat), "answers": len(sel),
+        workload = None if cat in ("mt_bench", "overall") else CATEGORY_WORKLOADS.get(cat, cat)
+        out.append({"category": cat, "workload": workload, "answers": len(sel),
                     "acceptance_length": float(np.mean(acc)) if acc else None, "tokens_per_s": tps,
                     "baseline_tokens_per_s": btps, "speedup": tps / btps if tps and btps else None})
     return out
@@ -164,7 +167,7 @@ def _cell_requests(rows: list[Answer], depth: int) -> pl.DataFrame:
             out_tokens.append(a.new_tokens[t])
             e2e.append(a.wall_time[t] * 1e3)
             if counted:
-                steps = a.turn_accepts[t]  # type: ignore[index]
+                steps = (a.turn_accepts or [])[t]
                 drafted.append(len(steps) * depth)
                 accepted.append(sum(s - 1 for s in steps))
     e2e_arr = np.asarray(e2e)
@@ -183,7 +186,8 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         raise InputError(path, first.line, f"model_id {first.model_id!r} differs from {rows[0].model_id!r} on "
                          "an earlier line; expected one Spec-Bench run per file")
     baseline = answers(opts.baseline) if opts.baseline else None
-    parsed = ParsedFile(path=path, format=FORMAT, file_hash=sha256_file(path), run=None)  # type: ignore[arg-type]
+    file_hash = sha256_file(path)
+    parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=import_run(path, FORMAT, file_hash))
     found: dict[str, Any] = {"model": models[0], "concurrency": 1, "method": method_from_model_id(models[0])}
     by_workload: dict[str, list[Answer]] = defaultdict(list)
     for a in rows:
@@ -205,7 +209,6 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
     parsed.summary = {"model_id": models[0], "method": parsed.cells[0].key.method,
                       "categories": category_figures(rows, baseline),
                       "baseline": str(opts.baseline) if opts.baseline else None}
-    parsed.run = import_run(path, FORMAT, parsed.file_hash, notes=f"Spec-Bench output model_id={models[0]} "
-                            f"answers={len(rows)}", gpu_model=parsed.cells[0].key.gpu,
-                            gpu_count=parsed.cells[0].gpu_count)
+    parsed.run.notes = f"Spec-Bench output model_id={models[0]} answers={len(rows)}"
+    parsed.run.gpu_model, parsed.run.gpu_count = parsed.cells[0].key.gpu, parsed.cells[0].gpu_count
     return parsed

@@ -218,7 +218,8 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
     docs = json_docs(text, path)
     if not docs:
         raise InputError(path, 0, "empty file")
-    parsed = ParsedFile(path=path, format=FORMAT, file_hash=sha256_file(path), run=None)  # type: ignore[arg-type]
+    file_hash = sha256_file(path)
+    parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=import_run(path, FORMAT, file_hash))
     seen: dict[str, int] = {}
     shapes, gpus = set(), set()
     for doc in docs:
@@ -276,7 +277,6 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
     first = docs[0].value
     notes = (f"vllm bench serve ({parsed.summary['shape']} shape) date={first.get('date')} "
              f"backend={first.get('backend')} model_id={first.get('model_id')} results={len(docs)}")
-    parsed.run = import_run(path, FORMAT, parsed.file_hash, notes=notes,
-                            gpu_model=next(iter(gpus)) if len(gpus) == 1 else "",
-                            gpu_count=parsed.cells[0].gpu_count)
+    parsed.run.notes, parsed.run.gpu_count = notes, parsed.cells[0].gpu_count
+    parsed.run.gpu_model = next(iter(gpus)) if len(gpus) == 1 else ""
     return parsed

@@ -27,8 +27,10 @@ def base_url(default_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """Module-scoped on purpose: Playwright's sync API keeps an asyncio loop running in the main thread
+    while it is started, which breaks every later test that calls asyncio.run()."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

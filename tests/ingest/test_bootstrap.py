@@ -51,6 +51,14 @@ def test_windowed_quantile_equals_the_full_cumulative_sum(monkeypatch, tail_sds)
         np.testing.assert_array_equal(got, want)
 
 
+def test_large_n_quantile_window_is_only_a_shortcut(monkeypatch):
+    vals = np.round(np.random.default_rng(4).lognormal(0, 1, 6000), 2)
+    fast = cellstats._tail_quantile(vals, np.random.default_rng(1), 500, 0.99)
+    monkeypatch.setattr(cellstats, "TAIL_SDS", -1000.0)  # a one-value window: (nearly) every draw looks below it
+    full = cellstats._tail_quantile(vals, np.random.default_rng(1), 500, 0.99)
+    np.testing.assert_array_equal(fast, full)
+
+
 def test_large_n_scheme_matches_the_exact_bootstrap():
     n, reps = cellstats.EXACT_MAX_N + 400, 1500
     cols = _cols(n, 5)

@@ -49,15 +49,34 @@ def sparse(path: Path, size: int = 2 * GiB, head: bytes = b"") -> Path:
     return path
 
 
+_HWM_WRAPPER = (
+    "import atexit, runpy, sys\n"
+    "def _report():\n"
+    "    with open('/proc/self/status') as fh:\n"
+    "        hwm = next(line for line in fh if line.startswith('VmHWM'))\n"
+    "    sys.stderr.write('\\nSPECTUNE_HWM_KB ' + hwm.split()[1] + '\\n')\n"
+    "atexit.register(_report)\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)\n"
+)
+
+
 def measured(argv: list[str], env: dict[str, str]) -> tuple[int, float, float, str]:
-    """(exit code, wall seconds, peak RSS MB, stderr) of one real subprocess (rusage from wait4)."""
+    """(exit code, wall seconds, peak RSS MB, stderr) of one real subprocess.
+
+    Peak RSS is the child's own VmHWM, read at its exit: rusage's ru_maxrss would inherit the (large)
+    pytest parent's high-water mark across fork+exec on Linux.
+    """
+    assert argv[0] == "-m"
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, *argv], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **env},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, time.monotonic() - t0, usage.ru_maxrss / 1024, err
+    proc = subprocess.run([sys.executable, "-c", _HWM_WRAPPER, *argv[1:]], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env},
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.monotonic() - t0
+    lines = proc.stderr.splitlines()
+    hwm = [int(line.split()[1]) for line in lines if line.startswith("SPECTUNE_HWM_KB ")]
+    err = "\n".join(line for line in lines if not line.startswith("SPECTUNE_HWM_KB ")).strip() + "\n"
+    return proc.returncode, elapsed, (hwm[-1] / 1024 if hwm else float("nan")), err
 
 
 # ---- readers and CLIs ---------------------------------------------------------------------------
