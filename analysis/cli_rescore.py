@@ -1,7 +1,7 @@
 """``python -m analysis rescore TRACE`` — which (method, depth) wins on a traffic trace, per shard.
 
 Owns the command (registered into analysis/__main__.py's COMMANDS). TRACE is a file (read with
-ingest.traces, workloads assigned by analysis.classify; nothing is stored) or a stored trace id / id
+ingest.traces, workloads assigned by ingest.classify; nothing is stored) or a stored trace id / id
 prefix (``python -m ingest trace`` prints it). Prints one JSON document with ``--json`` (DESIGN keys:
 trace {requests, workload_mix, shards}, default, recommendations[...]; see docs/rescoring.md), else a
 table with the ``--speculative-config`` to deploy per shard. Bad input exits 2 with one line.
@@ -64,8 +64,8 @@ def _options(args: argparse.Namespace):
 
 def load_input(args: argparse.Namespace, con):
     """(frame, meta) from a file (read + classified) or a stored trace."""
-    from analysis.classify import assign_workloads
     from analysis.rescore_stored import load_trace, looks_like_id
+    from ingest.classify import assign_workloads
     from ingest.trace_store import trace_id_for
 
     path = Path(args.trace)

@@ -16,14 +16,14 @@ if str(HERE.parent) not in sys.path:  # `streamlit run` puts dashboard/ on the p
 import streamlit as st  # noqa: E402
 
 PAGES: list[tuple[str, str, str]] = [
-    ("pages/winners.py", "Winners", ":material/emoji_events:"),
-    ("pages/explore.py", "Explore", ":material/query_stats:"),
-    ("pages/tradeoffs.py", "Trade-offs", ":material/scatter_plot:"),
-    ("pages/gpus.py", "GPUs", ":material/memory:"),
-    ("pages/load.py", "Load", ":material/speed:"),
-    ("pages/traffic.py", "Your traffic", ":material/upload_file:"),
-    ("pages/runs.py", "Runs & drift", ":material/history:"),
-    ("pages/datasets.py", "Data", ":material/table_view:"),
+    ("views/winners.py", "Winners", ":material/emoji_events:"),
+    ("views/explore.py", "Explore", ":material/query_stats:"),
+    ("views/tradeoffs.py", "Trade-offs", ":material/scatter_plot:"),
+    ("views/gpus.py", "GPUs", ":material/memory:"),
+    ("views/load.py", "Load", ":material/speed:"),
+    ("views/traffic.py", "Your traffic", ":material/upload_file:"),
+    ("views/runs.py", "Runs & drift", ":material/history:"),
+    ("views/datasets.py", "Data", ":material/table_view:"),
 ]
 
 

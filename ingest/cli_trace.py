@@ -58,7 +58,7 @@ def read_assigned(path: Path, fmt: str, workload: str | None, mapping: TraceMapp
     """Read and validate a trace and fill missing workloads; returns (TraceFrame, assignment counts)."""
     # The classifier is a pure text function that lives with the other analysis models; ingest needs it
     # here because prompt text is not stored, so workloads must be assigned before the trace lands.
-    from analysis.classify import assign_workloads
+    from ingest.classify import assign_workloads
     from ingest.traces import read_trace
 
     tf = read_trace(path, fmt, mapping, workload, name=name)

@@ -2,7 +2,7 @@
 
     python data/samples/make_labelled_prompts.py
 
-The set measures analysis/classify.py (docs/classifier.md). Every prompt below was written for this
+The set measures ingest/classify.py (docs/classifier.md). Every prompt below was written for this
 project (none is copied from a dataset). Labelling rules, applied to what the request asks for:
 
 * ``code``: the answer is code, or is about programming, software tools or data queries (including

@@ -23,12 +23,12 @@ def app_db(default_db: Path):
         os.environ["SPECTUNE_DB"] = old
 
 
-def open_page(page: str = "pages/winners.py", query: dict[str, str | list[str]] | None = None) -> AppTest:
+def open_page(page: str = "views/winners.py", query: dict[str, str | list[str]] | None = None) -> AppTest:
     """The app with ``query`` in the URL, switched to ``page``, after one run."""
     at = AppTest.from_file(str(APP), default_timeout=120)
     for k, v in (query or {}).items():
         at.query_params[k] = v
-    if page != "pages/winners.py":  # open the page itself, as a link to it would
+    if page != "views/winners.py":  # open the page itself, as a link to it would
         at.switch_page(page)
     at.run()
     assert not at.exception, [e.message for e in at.exception]

@@ -7,7 +7,7 @@ import pytest
 
 from tests.dashboard.conftest import chart_specs, open_page
 
-PAGES = ["pages/explore.py", "pages/tradeoffs.py", "pages/gpus.py", "pages/load.py", "pages/datasets.py"]
+PAGES = ["views/explore.py", "views/tradeoffs.py", "views/gpus.py", "views/load.py", "views/datasets.py"]
 
 
 def banner(at) -> bool:
@@ -24,7 +24,7 @@ def test_page_renders_with_banner_and_survives_bad_params(page: str):
 
 
 def test_explore_metric_and_overlay_change_the_spec():
-    at = open_page("pages/explore.py", query={"metric": "acceptance_length", "fam": "Qwen"})
+    at = open_page("views/explore.py", query={"metric": "acceptance_length", "fam": "Qwen"})
     curves = chart_specs(at)[0]
     assert {r["family"] for r in curves["rows"]} == {"Qwen"}
     at.sidebar.toggle(key="explore.pub").set_value(True).run()
@@ -35,14 +35,14 @@ def test_explore_metric_and_overlay_change_the_spec():
 
 
 def test_explore_restores_gpu_and_concurrency_from_the_url():
-    at = open_page("pages/explore.py", query={"gpu": "MI355X", "conc": "64", "meth": ["mtp", "none"]})
+    at = open_page("views/explore.py", query={"gpu": "MI355X", "conc": "64", "meth": ["mtp", "none"]})
     rows = chart_specs(at)[0]["rows"]
     assert {r["gpu"] for r in rows} == {"MI355X"} and {r["concurrency"] for r in rows} == {64}
     assert {r["method"] for r in rows} == {"mtp", "none"}
 
 
 def test_tradeoffs_front_and_goodput_heatmap_follow_the_slo():
-    at = open_page("pages/tradeoffs.py", query={"gpu": "MI300X", "gconc": "64"})
+    at = open_page("views/tradeoffs.py", query={"gpu": "MI300X", "gconc": "64"})
     scatter, heat = chart_specs(at)[:2]
     assert any(r["on_front"] for r in scatter["rows"]) and not all(r["on_front"] for r in scatter["rows"])
     at.sidebar.number_input(key="tradeoffs.slo_tpot").set_value(6.0).run()
@@ -52,7 +52,7 @@ def test_tradeoffs_front_and_goodput_heatmap_follow_the_slo():
 
 
 def test_gpus_page_compares_any_two_gpus():
-    at = open_page("pages/gpus.py", query={"a": "MI300X", "b": "MI355X", "conc": "1"})
+    at = open_page("views/gpus.py", query={"a": "MI300X", "b": "MI355X", "conc": "1"})
     ratio = chart_specs(at)[0]
     assert ratio["rows"] and all(r["ratio"] > 0 for r in ratio["rows"])
     assert at.dataframe and "verdict" in at.dataframe[0].value.columns
@@ -61,7 +61,7 @@ def test_gpus_page_compares_any_two_gpus():
 
 
 def test_load_page_speedups_and_break_even():
-    at = open_page("pages/load.py", query={"gpu": "MI355X", "fam": "Gemma"})
+    at = open_page("views/load.py", query={"gpu": "MI355X", "fam": "Gemma"})
     rows = chart_specs(at)[0]["rows"]
     assert {r["family"] for r in rows} == {"Gemma"} and {r["concurrency"] for r in rows} == {1, 16, 64}
     at.sidebar.multiselect(key="load.meth").set_value(["ngram"]).run()
@@ -70,7 +70,7 @@ def test_load_page_speedups_and_break_even():
 
 
 def test_data_page_lists_runs_and_published_links():
-    at = open_page("pages/datasets.py", query={"pmeth": "dspark"})
+    at = open_page("views/datasets.py", query={"pmeth": "dspark"})
     runs, pub = at.dataframe[0].value, at.dataframe[1].value
     assert list(runs["backend"]) == ["sim"] and int(runs["requests"].iloc[0]) > 0
     assert set(pub["method"]) == {"dspark"} and pub["source_url"].str.startswith("http").all()

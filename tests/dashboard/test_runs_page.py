@@ -12,7 +12,7 @@ from tests.analysis.test_compare import MATRIX, write_shifted_run
 from tests.conftest import REPO, cli
 from tests.dashboard.conftest import open_page
 
-PAGE = "pages/runs.py"
+PAGE = "views/runs.py"
 SAMPLE = REPO / "data" / "samples" / "results" / "vllm_bench_eagle3_qwen_code.json"
 
 

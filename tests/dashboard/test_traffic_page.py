@@ -16,7 +16,7 @@ from tests.dashboard.conftest import chart_specs, open_page
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "traces"
-PAGE = "pages/traffic.py"
+PAGE = "views/traffic.py"
 
 
 @pytest.fixture

@@ -254,7 +254,7 @@ def test_every_url_key_with_hostile_values_on_every_page(app_store: Path, page: 
     for value in URL_VALUES:
         at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=120)
         at.run()
-        at.switch_page(f"pages/{page}")
+        at.switch_page(f"views/{page}")
         for k in sorted(keys):
             at.query_params[k] = [value, value + "2"] if k in ("fam", "gpu", "wl", "meth", "conc") else value
         at.run()

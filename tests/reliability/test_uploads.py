@@ -160,7 +160,7 @@ def _traffic():
 
     at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=180)
     at.run()
-    at.switch_page("pages/traffic.py")
+    at.switch_page("views/traffic.py")
     at.run()
     assert not at.exception
     return at

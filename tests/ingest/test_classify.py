@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.classify import LABELS, UNKNOWN, assign_workloads, classify, classify_frame
+from ingest.classify import LABELS, UNKNOWN, assign_workloads, classify, classify_frame
 from ingest.traces import read_trace
 
 REPO = Path(__file__).resolve().parents[2]

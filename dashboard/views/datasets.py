@@ -4,7 +4,6 @@ store's table sizes, and the published reference table with links to its sources
 from __future__ import annotations
 
 import polars as pl
-import spectune_path  # noqa: F401  (repo root on sys.path when Streamlit runs this page directly)
 import streamlit as st
 
 from dashboard import data, export, report, widgets

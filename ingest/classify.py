@@ -20,7 +20,7 @@ weighted, capped counts:
 * chat — a prior (chat is the catch-all: open questions, writing, advice) plus writing/advice phrases.
 
 The highest score wins. Text with no letters and no code or math signal is ``unknown``. Accuracy on
-the labelled set data/samples/labelled_prompts.jsonl is measured by tests/analysis/test_classify.py
+the labelled set data/samples/labelled_prompts.jsonl is measured by tests/ingest/test_classify.py
 and reported in docs/classifier.md.
 """
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from functools import partial
 
 import polars as pl
-import spectune_path  # noqa: F401  (repo root on sys.path when Streamlit runs this page directly)
 import streamlit as st
 
 from dashboard import charts, data, export, report, widgets

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import spectune_path  # noqa: F401  (repo root on sys.path when Streamlit runs this page directly)
 import streamlit as st
 
 from analysis.pareto import LATENCIES
