@@ -13,7 +13,9 @@ Bootstrap: ``B`` Poisson-weighted replicates over the cell's successful requests
 replicates are reproducible. Throughput replicates rescale the point estimate by the resampled
 tokens-per-second of requests (Σw·tokens / Σw·e2e), the ratio estimator for a closed-loop load.
 Acceptance replicates need per-request drafted/accepted counts; without them they stay null and the
-winner rule will not call such a difference clear.
+winner rule will not call such a difference clear. Up to ``EXACT_MAX_N`` requests the bootstrap is exact
+(one weight per request and replicate); bigger cells (bulk imports) use an O(n) scheme — exact-in-distribution
+p99s, normal-limit sums — validated against the exact one (docs/metrics.md, tests/ingest/test_bootstrap.py).
 """
 
 from __future__ import annotations

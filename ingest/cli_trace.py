@@ -54,14 +54,14 @@ def mapping_from_args(maps: list[str], unit: str | None) -> TraceMapping | None:
     return mapping
 
 
-def read_assigned(path: Path, fmt: str, workload: str | None, mapping: TraceMapping | None, name: str | None):
+def read_assigned(path: Path, fmt: str, workload: str | None, mapping: TraceMapping | None, name: str | None,
+                  limits=None):
     """Read and validate a trace and fill missing workloads; returns (TraceFrame, assignment counts)."""
-    # The classifier is a pure text function that lives with the other analysis models; ingest needs it
-    # here because prompt text is not stored, so workloads must be assigned before the trace lands.
+    # Workloads are assigned here, before the trace lands, because prompt text is not stored.
     from ingest.classify import assign_workloads
-    from ingest.traces import read_trace
+    from ingest.traces import DEFAULT_LIMITS, read_trace
 
-    tf = read_trace(path, fmt, mapping, workload, name=name)
+    tf = read_trace(path, fmt, mapping, workload, name=name, limits=limits or DEFAULT_LIMITS)
     tf.frame, assignment = assign_workloads(tf.frame)
     return tf, assignment
 

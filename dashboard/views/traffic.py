@@ -9,6 +9,7 @@ reading. Bad input is one error line, and nothing is stored.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -26,7 +27,7 @@ from analysis.rescore_stored import list_traces, load_trace
 from analysis.rescore_trace import SHARD_BY, bucketize
 from dashboard import charts, data, export, report, state, theme, widgets
 from ingest.errors import InputError
-from ingest.traces import FORMAT_CHOICES, TraceMapping
+from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, TraceMapping
 
 PAGE = "traffic"
 # The server-wide cap is .streamlit/config.toml's maxUploadSize (200 MB); the page enforces its own, which
@@ -84,11 +85,13 @@ def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) ->
                 fh.write(block)
                 bar.progress(min(0.3, 0.3 * fh.tell() / max(up.size, 1)), text="Receiving the upload…")
         bar.progress(0.35, text="Checking the format…")
-        kind = detect_format(path, mapping) if fmt == "auto" else fmt
+        # An upload may inflate (.gz) to at most 10× the upload cap: a zip bomb stops early, not at 4 GiB.
+        limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10 * MAX_UPLOAD_MB * 1024 * 1024)
+        kind = detect_format(path, mapping, limits) if fmt == "auto" else fmt
         if workload is None and kind == "azure":  # the Azure file says code/conv only in its name
             workload = workload_from_name(up.name)
         bar.progress(0.45, text="Reading and validating every request…")
-        tf, assignment = read_assigned(path, kind, workload, mapping, _safe_name(up.name))
+        tf, assignment = read_assigned(path, kind, workload, mapping, _safe_name(up.name), limits)
         bar.progress(0.8, text="Storing the trace…")
         with store.session(data.db_path()) as con:
             trace_id, new = store_trace(con, tf, assignment=assignment, source_path="upload")

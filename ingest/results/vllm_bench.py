@@ -33,6 +33,8 @@ FORMAT = "vllm_bench"
 MARKERS = frozenset({"duration", "completed", "output_throughput", "request_throughput", "total_token_throughput",
                      "num_prompts", "max_concurrency", "request_rate", "total_output_tokens"})
 REQUIRED = ("duration", "completed", "output_throughput")
+SECONDS_KEYS = ("ttfts", "latencies", "e2els", "start_times")
+MAX_SECONDS = 1e6  # ~11.6 days: larger per-request times are corrupt data (and overflow to inf in ms)
 ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "e2els", "start_times", "errors")
 LATENCIES = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2el": "e2e_ms"}
 SCALARS = {"output_throughput": "output_throughput", "request_throughput": "request_throughput",
@@ -90,6 +92,8 @@ class _Doc:
                 raise self.fail(key, f"{key!r}[{i}] must be a number, got {v!r}"[:200])
             if f is not None and f < 0:
                 raise self.fail(key, f"{key!r}[{i}] = {f} is negative")
+            if f is not None and key in SECONDS_KEYS and f > MAX_SECONDS:
+                raise self.fail(key, f"{key!r}[{i}] = {f:g} s is not a plausible request time (max {MAX_SECONDS:g} s)")
             out[i] = np.nan if f is None else f
         return out
 
@@ -118,6 +122,8 @@ def _itls(d: _Doc, n: int) -> list[np.ndarray] | None:
         if not isinstance(row, list):
             raise d.fail("itls", f"'itls'[{i}] must be a list of seconds, got {type(row).__name__}")
         vals = [finite(v) for v in row]
+        if any(v is not None and v > MAX_SECONDS for v in vals):
+            raise d.fail("itls", f"'itls'[{i}] holds a time over {MAX_SECONDS:g} s; not a plausible gap")
         if any(v is None or v < 0 for v in vals):
             raise d.fail("itls", f"'itls'[{i}] must hold non-negative numbers")
         out.append(np.asarray(vals, dtype=float))
