@@ -152,7 +152,8 @@ def run(plan: Plan, workdir: Path, only: set[str] | None = None, log=print) -> d
         figures["cold_start_s"] = dashboard_bench.cold_start(workdir, plan.cold_repeats)
     if want("dashboard_rss_mb"):
         log("dashboard RSS (streamlit run + Chromium)")
-        figures["dashboard_rss_mb"] = dashboard_bench.dashboard_rss(big_db, plan.store_rows, plan.rss_repeats)
+        rows = figures.get("ingest_rows_per_s", {}).get("rows", plan.store_rows)
+        figures["dashboard_rss_mb"] = dashboard_bench.dashboard_rss(big_db, rows, plan.rss_repeats)
     if want("client_cpu_ms_per_request"):
         log("client overhead")
         from benchmarks.client_overhead import measure

@@ -211,7 +211,8 @@ def url_keys() -> set[str]:
     return set().union(*(_declared(p) for p in (REPO / "dashboard").rglob("*.py")))
 
 
-PAGES = sorted(p.name for p in (REPO / "dashboard" / "pages").glob("*.py"))
+PAGES = sorted(p.name for p in (REPO / "dashboard" / "views").glob("*.py"))
+assert PAGES, "no dashboard pages found: the injection test would test nothing"
 URL_VALUES = ("Zq7' OR 1=1 --", "Zq7\"; DROP TABLE cells; --", "Zq7<script>alert(1)</script>", "Zq7\u202eKimi",
               "Zq7\x00x", "Zq7" + "A" * 10_000, "=Zq7|' /C calc'!A0", "[Zq7](javascript:alert(1))", "١٦", "1e999")
 
@@ -268,7 +269,7 @@ def test_every_url_key_with_hostile_values_on_every_page(app_store: Path, page: 
             if dangerous in raw:
                 assert dangerous not in shown, (page, value[:30], dangerous)
         stem = page.removesuffix(".py")
-        seeded = [k for k in _declared(REPO / "dashboard" / "pages" / page)  # keys this run actually parsed
+        seeded = [k for k in _declared(REPO / "dashboard" / "views" / page)  # keys this run actually parsed
                   if f"{stem}.{k}" in at.session_state or f"_init.{stem}.{k}" in at.session_state]
         for k in seeded:  # (other pages' keys, or keys of a page that stopped early, stay untouched by design)
             got = at.query_params.get(k, [])

@@ -34,7 +34,7 @@ def test_config_file_has_the_safe_defaults() -> None:
 
 
 def test_traffic_page_cap_never_exceeds_the_server_cap() -> None:
-    text = (REPO / "dashboard" / "pages" / "traffic.py").read_text()
+    text = (REPO / "dashboard" / "views" / "traffic.py").read_text()
     assert "MAX_UPLOAD_MB" in text
     assert "min(200" in text and _config()["server"]["maxUploadSize"] <= 200
 

@@ -1,0 +1,24 @@
+"""The vectorised percentile intervals behind the winner rule give np.percentile's numbers, row by row."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.winners import interval, intervals
+
+
+def test_vectorised_intervals_equal_numpy_percentile_per_row():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        m, b = int(rng.integers(1, 6)), int(rng.integers(1, 60))
+        reps = rng.normal(size=(m, b))
+        reps[rng.random((m, b)) < rng.random() * 0.9] = np.nan  # rows with few finite values too
+        lo, hi = intervals(reps)
+        for i in range(m):
+            finite = reps[i][np.isfinite(reps[i])]
+            if finite.size < 10:
+                assert np.isnan(lo[i]) and np.isnan(hi[i])
+            else:
+                want = np.percentile(finite, [(1 - 0.95) / 2 * 100, (1 + 0.95) / 2 * 100])
+                assert (lo[i], hi[i]) == (want[0], want[1])
+                assert interval(reps[i]) == (want[0], want[1])
