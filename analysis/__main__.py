@@ -1,6 +1,7 @@
 """``python -m analysis winners|curve|...`` — the analysis command line (DESIGN's CLI contract).
 
-Subcommands register themselves in :data:`COMMANDS` (name → (add_arguments, run)); each prints one JSON
+Subcommands are listed in :data:`COMMANDS` (name → (add_arguments, run, help); re-scoring and run comparison
+live in analysis/cli_rescore.py and cli_compare.py); each prints one JSON
 document with ``--json`` and a short table otherwise. Exit codes: 0 ok, 2 bad input/usage, 1 unexpected,
 3 (compare) when a winner changed.
 """
@@ -10,17 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
+from analysis.cli_compare import COMMANDS as compare_commands
+from analysis.cli_rescore import COMMANDS as rescore_commands
 from analysis.metrics import METRICS
+from ingest.cli import Command
+from ingest.cli import build_parser as build_parser_for
 from ingest.errors import InputError, UsageError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def _open(args: argparse.Namespace):
@@ -99,39 +97,16 @@ def _curve(args: argparse.Namespace) -> int:
     return 0
 
 
-Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
 COMMANDS: dict[str, Command] = {
     "winners": (_winners_args, _winners, "winner (method, depth) per GPU × family × workload × load"),
     "curve": (_curve_args, _curve, "acceptance and throughput by depth for one method"),
+    **rescore_commands,
+    **compare_commands,
 }
 
 
-def _register_optional() -> None:
-    """Subcommands that live in their own modules (re-scoring, run comparison) register here."""
-    import importlib
-
-    for module in ("analysis.cli_rescore", "analysis.cli_compare"):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        COMMANDS.update(mod.COMMANDS)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    _register_optional()
-    ap = _Parser(prog="python -m analysis", description="Winners, curves, re-scoring and drift over the store.")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, (add_args, _run, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
-        add_args(p)
-        if not any(a.dest == "db" for a in p._actions):
-            p.add_argument("--db", type=Path, default=None, help="store (default data/spectune.duckdb; $SPECTUNE_DB)")
-        if not any(a.dest == "json" for a in p._actions):
-            p.add_argument("--json", action="store_true", help="print one JSON document")
-    return ap
+    return build_parser_for("python -m analysis", "Winners, curves, re-scoring and drift over the store.", COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

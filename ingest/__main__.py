@@ -1,7 +1,7 @@
 """``python -m ingest results|export|trace`` — the ingest command line (DESIGN's CLI contract).
 
 Subcommands register in :data:`COMMANDS` (name → (add_arguments, run, help)); ``trace`` lives in
-``ingest/cli_trace.py`` and is loaded when present. Each prints one JSON document with ``--json``.
+``ingest/cli_trace.py``. Each prints one JSON document with ``--json``.
 Exit codes: 0 ok; 2 bad input or usage (one line ``error: <file>:<line>: ...`` on stderr, nothing
 written); 1 unexpected failure.
 """
@@ -11,16 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
+from ingest.cli import Command
+from ingest.cli import build_parser as build_parser_for
+from ingest.cli_trace import COMMANDS as trace_commands
 from ingest.errors import InputError, UsageError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse would print usage too)
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def _results_args(p: argparse.ArgumentParser) -> None:
@@ -79,41 +75,16 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
 COMMANDS: dict[str, Command] = {
     "results": (_results_args, _results, "import benchmark results (vLLM bench, Spec-Bench, SGLang, Parquet, "
                                          "published CSV); format auto-detected"),
     "export": (_export_args, _export, "write runs as a spectune Parquet export folder"),
+    **trace_commands,
 }
 
 
-def _register_optional() -> None:
-    """Subcommands in their own modules (trace import) register here when present."""
-    import importlib
-
-    for module in ("ingest.cli_trace",):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        COMMANDS.update(mod.COMMANDS)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    _register_optional()
-    ap = _Parser(prog="python -m ingest", description="Bring results and traces into the spectune store.")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, (add_args, _run, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
-        add_args(p)
-        if not any(a.dest == "db" for a in p._actions):
-            p.add_argument("--db", type=Path, default=None,
-                           help="store (default data/spectune.duckdb, env SPECTUNE_DB)")
-        if not any(a.dest == "json" for a in p._actions):
-            p.add_argument("--json", action="store_true", help="print one JSON document")
-    return ap
+    return build_parser_for("python -m ingest", "Bring results and traces into the spectune store.", COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,18 +7,13 @@ import json
 import sys
 from pathlib import Path
 
+from ingest.cli import OneLineParser
 from ingest.errors import InputError, UsageError
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse would print usage too)
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m runner", description="Plan and run speculative-decoding benchmark matrices.")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ap = OneLineParser(prog="python -m runner", description="Plan and run speculative-decoding benchmark matrices.")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     plan = sub.add_parser("plan", help="cells, server configs and estimated GPU-hours of a matrix")
     plan.add_argument("--matrix", required=True, type=Path)
     plan.add_argument("--db", type=Path, default=None, help="store for earlier-run estimates (env SPECTUNE_DB)")
