@@ -47,6 +47,12 @@ def _nz(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
+def _mean(arr: np.ndarray) -> float | None:
+    """Mean of the finite samples; None when there are none (an imported file may carry only NaNs)."""
+    finite = arr[np.isfinite(arr)]
+    return float(finite.mean()) if finite.size else None
+
+
 def derive(
     requests: pl.DataFrame,
     *,
@@ -72,9 +78,9 @@ def derive(
         "output_tokens": total_out,
         "output_throughput": total_out / window if window else None,
         "request_throughput": ok.height / window if window else None,
-        "mean_ttft_ms": _nz(float(np.nanmean(ttft))) if ttft.size else None,
-        "mean_tpot_ms": _nz(float(np.nanmean(tpot))) if np.isfinite(tpot).any() else None,
-        "mean_e2e_ms": _nz(float(np.nanmean(e2e))) if e2e.size else None,
+        "mean_ttft_ms": _mean(ttft),
+        "mean_tpot_ms": _mean(tpot),
+        "mean_e2e_ms": _mean(e2e),
     }
     v["output_throughput_per_gpu"] = (
         v["output_throughput"] / gpu_count if v["output_throughput"] is not None and gpu_count > 0 else None
