@@ -8,21 +8,23 @@ non-empty chunks; with speculation one chunk may carry several tokens, so token 
 Load shapes: closed loop (``concurrency`` requests in flight until the prompts run out) or trace
 replay (request *i* sent at ``arrival_times_s[i]``, at most ``concurrency`` in flight).
 
-Overhead: ``concurrency`` single-connection httpx clients (HTTP/1.1, keep-alive), SSE split on raw bytes, one
-``json.loads`` per data line, no per-chunk timers: a stall is httpx's read timeout (no byte for
-``stall_timeout_s``), the overall bound is one ``asyncio.timeout`` per request.
+Overhead: one aiohttp session (C HTTP parser, HTTP/1.1 keep-alive, a pool of ``concurrency`` connections),
+SSE split on raw bytes, one ``json.loads`` per data line, no per-chunk timers: a stall is aiohttp's socket
+read timeout (no byte for ``stall_timeout_s``), the overall bound is one ``asyncio.timeout`` per request.
+aiohttp rather than httpx because the client must stay far cheaper than what it measures: at
+concurrency 64 httpx cost 1.3 ms of CPU per streamed request here, aiohttp about half that
+(``benchmarks/client_overhead.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import httpx
+import aiohttp
 import polars as pl
 
 from ingest.records import REQUEST_SCHEMA, conform_requests
@@ -146,7 +148,7 @@ def build_body(
 
 
 async def _request(
-    client: httpx.AsyncClient,
+    session: aiohttp.ClientSession,
     url: str,
     body: bytes,
     index: int,
@@ -166,13 +168,13 @@ async def _request(
     usage_out: int | None = None
     gaps: list[float] = []
     try:
-        async with asyncio.timeout(timeout_s), client.stream("POST", url, content=body) as resp:
-            if resp.status_code != 200:
-                detail = (await resp.aread()).decode("utf-8", errors="replace")
-                res.error = f"http {resp.status_code}: {_one_line(detail)}"
+        async with asyncio.timeout(timeout_s), session.post(url, data=body) as resp:
+            if resp.status != 200:
+                detail = (await resp.read()).decode("utf-8", errors="replace")
+                res.error = f"http {resp.status}: {_one_line(detail)}"
             else:
                 buf = b""
-                async for data in resp.aiter_bytes():
+                async for data in resp.content.iter_any():
                     now = time.perf_counter()
                     buf += data
                     if b"\n" not in data:
@@ -216,13 +218,14 @@ async def _request(
                             res.error = f"server error: {_one_line(str(msg))}"
                 if res.error is None and not done:
                     res.error = "truncated stream: no [DONE]"
-    except httpx.ReadTimeout:
+    # aiohttp's timeouts are TimeoutErrors too: the socket read timeout is a stall, the others are not.
+    except aiohttp.SocketTimeoutError:
         res.error = f"hang: no token for {_fmt_s(stall_timeout_s)} s"
+    except aiohttp.ConnectionTimeoutError:
+        res.error = "connection error: timed out connecting to the server"
     except TimeoutError:
         res.error = f"timeout: request exceeded {_fmt_s(timeout_s)} s"
-    except httpx.PoolTimeout:
-        res.error = "timeout: no free connection in the client pool"
-    except httpx.TransportError as exc:
+    except aiohttp.ClientError as exc:
         res.error = f"connection error: {_one_line(str(exc) or type(exc).__name__)}"
     except json.JSONDecodeError as exc:
         res.error = f"bad stream: invalid JSON in a data line ({exc.msg})"
@@ -278,60 +281,43 @@ async def run_load(
     bodies = [
         build_body(p, model, endpoint, max_tokens, temperature, ignore_eos, extra_body) for p in prompts
     ]
-    timeout = httpx.Timeout(
-        connect=min(10.0, timeout_s), read=stall_timeout_s, write=min(30.0, timeout_s), pool=timeout_s
-    )
-    # One single-connection client per in-flight slot, not one client with a pool of `concurrency`:
-    # httpcore's pool rescans every connection on each request (O(pool) per request, ~4 ms of CPU per
-    # request at 64), while a one-connection pool is O(1). Together they are the pool sized to
-    # concurrency, and keep-alive still reuses each slot's connection.
-    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    ssl_ctx = httpx.create_ssl_context(trust_env=False)  # loaded once, shared by every slot
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(10.0, timeout_s), sock_read=stall_timeout_s)
+    slots = min(concurrency, n)
     all_headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **(headers or {})}
     results: list[RequestResult | None] = [None] * n
     itl: list[float] = []
-    async with contextlib.AsyncExitStack() as stack:
-        slots = [
-            await stack.enter_async_context(
-                # trust_env=False: an environment proxy must never sit between us and a local server.
-                httpx.AsyncClient(
-                    http1=True, http2=False, limits=one, timeout=timeout, verify=ssl_ctx,
-                    trust_env=False, headers=all_headers,
-                )
-            )
-            for _ in range(min(concurrency, n))
-        ]
+    # trust_env=False: an environment proxy must never sit between us and a local server.
+    connector = aiohttp.TCPConnector(limit=slots, limit_per_host=slots, ttl_dns_cache=None)
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=timeout, headers=all_headers, trust_env=False, auto_decompress=False
+    ) as session:
         t0 = time.perf_counter()
 
-        async def send(client: httpx.AsyncClient, i: int) -> None:
+        async def send(i: int) -> None:
             results[i] = await _request(
-                client, url, bodies[i], i, t0, chat, timeout_s, stall_timeout_s, itl
+                session, url, bodies[i], i, t0, chat, timeout_s, stall_timeout_s, itl
             )
 
         if arrival_times_s is None:
             indices = iter(range(n))
 
-            async def worker(client: httpx.AsyncClient) -> None:
+            async def worker() -> None:
                 # One shared iterator: each next() runs to completion on the event loop, no lock needed.
                 for i in indices:
-                    await send(client, i)
+                    await send(i)
 
-            await asyncio.gather(*(worker(c) for c in slots))
+            await asyncio.gather(*(worker() for _ in range(slots)))
         else:
             origin = min(arrival_times_s)
-            free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
-            for c in slots:
-                free.put_nowait(c)
+            # FIFO slots, not the connector's limit, so a late slot goes to the earliest waiting arrival.
+            free = asyncio.Semaphore(slots)
 
             async def timed(i: int) -> None:
                 delay = t0 + (arrival_times_s[i] - origin) - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                client = await free.get()  # FIFO: a late slot goes to the earliest waiting arrival
-                try:
-                    await send(client, i)
-                finally:
-                    free.put_nowait(client)
+                async with free:
+                    await send(i)
 
             await asyncio.gather(*(timed(i) for i in range(n)))
 
