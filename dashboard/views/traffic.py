@@ -36,6 +36,11 @@ _CAP = os.environ.get("SPECTUNE_MAX_UPLOAD_MB", "200").strip()
 MAX_UPLOAD_MB = min(200, max(1, int(_CAP))) if _CAP.isdigit() else 200
 SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".csv.gz", ".jsonl.gz", ".json.gz")
 WORKLOADS = ("auto", "code", "chat", "reasoning")
+# Bundled synthetic traces in the public formats' shapes (data/samples/traces/make_samples.py): a first look
+# for someone with no trace at hand. Stored like an upload, so they are listed and compared like one.
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "data" / "samples" / "traces"
+SAMPLES = {"Azure code (synthetic sample)": "azure_code.csv", "Azure conversation (synthetic sample)": "azure_conv.csv",
+           "BurstGPT (synthetic sample)": "burstgpt.csv", "Mooncake (synthetic sample)": "mooncake.jsonl"}
 FIELDS = ("input_tokens", "output_tokens", "timestamp", "workload", "shard", "prompt", "drafted_tokens",
           "accepted_tokens")
 
@@ -101,6 +106,39 @@ def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) ->
         shutil.rmtree(tmp, ignore_errors=True)  # uploaded bytes never outlive the request
 
 
+def _ingest_sample(file: str) -> tuple[str, bool]:
+    """A bundled sample trace → store, through the same reader as an upload (format auto-detected)."""
+    from ingest import store
+    from ingest.cli_trace import read_assigned
+    from ingest.trace_store import store_trace
+    from ingest.traces import detect_format
+    from ingest.traces.azure import workload_from_name
+
+    path = SAMPLES_DIR / file
+    kind = detect_format(path, None, DEFAULT_LIMITS)
+    workload = workload_from_name(file) if kind == "azure" else None
+    tf, assignment = read_assigned(path, kind, workload, None, f"sample {file}", DEFAULT_LIMITS)
+    with store.session(data.db_path()) as con:
+        return store_trace(con, tf, assignment=assignment, source_path=str(path))
+
+
+def _sample_section() -> str | None:
+    """No file at hand: load one of the bundled synthetic traces instead."""
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    pick = c1.selectbox("No trace at hand? Try a bundled sample", list(SAMPLES), key=f"{PAGE}.sample",
+                        help="Synthetic traces written by data/samples/traces/make_samples.py in the real "
+                             "formats' shapes; they are not production data.")
+    if not c2.button("Load sample", key=f"{PAGE}.load_sample"):
+        return None
+    try:
+        trace_id, new = _ingest_sample(SAMPLES[pick])
+    except InputError as exc:
+        st.error(exc.one_line())
+        return None
+    st.success(f"Sample trace `{trace_id}` {'stored' if new else 'was already stored'}.")
+    return trace_id
+
+
 def _columns(up) -> list[str]:
     from ingest.trace_store import peek_columns
 
@@ -147,7 +185,7 @@ def _upload_section() -> str | None:
                       help="auto: the file's own column, else the prompt classifier (docs/classifier.md), else unknown")
     up = st.file_uploader("Trace file", key=f"{PAGE}.upload", type=[s.lstrip(".") for s in SUFFIXES])
     if up is None:
-        return None
+        return _sample_section()
     if up.size > MAX_UPLOAD_MB * 1024 * 1024:
         st.error(f"error: {_safe_name(up.name)}: {up.size:,} bytes is over the {MAX_UPLOAD_MB} MB limit")
         return None

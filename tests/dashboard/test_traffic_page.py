@@ -71,6 +71,16 @@ def test_upload_gives_recommendations_charts_and_the_config(db):
     assert list(Path(tempfile.gettempdir()).iterdir()) == []  # the upload's temp folder is gone
 
 
+def test_a_bundled_sample_loads_without_an_upload(db):
+    at = open_page(PAGE)
+    assert not at.code and _traces(db) == []
+    at.selectbox(key="traffic.sample").set_value("BurstGPT (synthetic sample)")
+    next(b for b in at.button if b.label == "Load sample").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert _traces(db) == ["sample burstgpt.csv"] and at.code
+    assert at.selectbox(key="traffic.trace").value in at.query_params["trace"]
+
+
 def test_changing_family_and_default_rescores(db):
     at = _upload(open_page(PAGE), "code.csv", (SAMPLES / "azure_code.csv").read_bytes())
     before = [c.value for c in at.code]
