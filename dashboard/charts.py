@@ -264,18 +264,28 @@ def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str],
         facet=alt.Facet("method:N", title=None, sort=theme.methods_in_order(list(set(d["method"])))), columns=3)
 
 
-def speedup_chart(df: pl.DataFrame) -> alt.FacetChart:
-    """Speedup over ``none`` vs concurrency per method, with 95 % bands and the break-even line at 1."""
+def speedup_chart(df: pl.DataFrame, best_only: bool = True) -> alt.FacetChart:
+    """Speedup over ``none`` vs concurrency per method, with 95 % bands and the break-even line at 1.
+
+    ``best_only``: each point is the method's best depth at that load, so one line per method joins them
+    (the best depth may change with load; each point is labelled with its depth). Otherwise one line per
+    (method, depth).
+    """
     present = sorted(set(df["method"]))
+    detail = {} if best_only else {"detail": "depth:O"}
     base = alt.Chart().encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
                               color=method_color(present))
-    band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q", detail="depth:O")
+    band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q", **detail)
+    y = alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False))
     line = base.mark_line(point=True).encode(
-        y=alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False)), detail="depth:O",
+        y=y, **detail,
         tooltip=["method:N", "depth:Q", "concurrency:Q", alt.Tooltip("speedup:Q", format=".3f"),
                  alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"), "backend:N"])
+    layers = [band, line]
+    if best_only:
+        layers.append(base.mark_text(dx=7, dy=-7, fontSize=9).encode(y=y, text="depth:Q"))
     rule = alt.Chart().mark_rule(color="#666666", strokeDash=[3, 3]).encode(y=alt.datum(1.0))
-    return alt.layer(band, line, rule, data=df.to_arrow()).properties(width=220, height=170).facet(
+    return alt.layer(*layers, rule, data=df.to_arrow()).properties(width=220, height=170).facet(
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 

@@ -40,8 +40,9 @@ name = export.slug(PAGE, v["metric"], v["gpu"])
 if s.height == 0:
     st.info("No cells (with a `none` baseline) match these filters.")
 else:
-    charts.show("speedup", s, key=f"{PAGE}.speedup")
-    export.buttons(partial(charts.build, "speedup", s), s, name, f"{PAGE}.speedup")
+    best_only = not v["alldepths"]
+    charts.show("speedup", s, best_only, key=f"{PAGE}.speedup")
+    export.buttons(partial(charts.build, "speedup", s, best_only), s, name, f"{PAGE}.speedup")
     st.subheader("Where speculation stops paying")
     be = data.break_even(s).with_columns(pl.col("stops_paying_at").cast(pl.String).fill_null("never (in range)"))
     st.dataframe(be, hide_index=True)
@@ -50,7 +51,7 @@ else:
 
 def _report() -> report.Report:
     return report.Report(title=f"spectune — speedup vs load on {v['gpu']}", filters=widgets.described(v, params),
-                         charts=[("Speedup vs concurrency", charts.speedup_chart(s))],
+                         charts=[("Speedup vs concurrency", charts.speedup_chart(s, not v["alldepths"]))],
                          tables=[("Break-even", data.break_even(s))],
                          provenance=data.runs(data.db_path(), data.stamp()), simulated=widgets.any_simulated(s))
 

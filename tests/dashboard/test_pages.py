@@ -69,6 +69,23 @@ def test_load_page_speedups_and_break_even():
     assert "stops_paying_at" in at.dataframe[0].value.columns
 
 
+def _line_detail(spec: dict) -> object:
+    line = next(layer for layer in spec["spec"]["spec"]["layer"] if layer["mark"]["type"] == "line")
+    return line["encoding"].get("detail")
+
+
+def test_load_lines_join_a_method_across_loads_even_when_its_best_depth_changes():
+    at = open_page("views/load.py", query={"gpu": "MI300X"})
+    chart = chart_specs(at)[0]
+    assert _line_detail(chart) is None  # one line per method: the best depth may differ between loads
+    depths = {}
+    for r in chart["rows"]:
+        depths.setdefault((r["family"], r["workload"], r["method"]), set()).add(r["depth"])
+    assert any(len(d) > 1 for d in depths.values()), "the default data has a best depth that changes with load"
+    at.sidebar.toggle(key="load.alldepths").set_value(True).run()
+    assert _line_detail(chart_specs(at)[0]) == {"field": "depth", "type": "ordinal"}
+
+
 def test_data_page_lists_runs_and_published_links():
     at = open_page("views/datasets.py", query={"pmeth": "dspark"})
     runs, pub = at.dataframe[0].value, at.dataframe[1].value
