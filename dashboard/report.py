@@ -116,7 +116,7 @@ def to_pdf(r: Report) -> bytes:
 
 def button(make: Callable[[], Report], name: str, key: str) -> None:
     """The Report button: a popover with the HTML and PDF downloads (built only when clicked)."""
-    with st.popover("Report", icon="📄"):
+    with st.popover("Report", icon=":material/description:"):
         st.caption("The current view — title, filters, charts, tables, provenance — as one file.")
         st.download_button("HTML report", data=lambda: to_html(make()), file_name=f"{name}_report.html",
                            mime="text/html", key=f"report.{key}.html", on_click="ignore")
