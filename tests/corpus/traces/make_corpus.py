@@ -65,6 +65,7 @@ TEXT: dict[str, str | bytes] = {
     "utf16_no_bom.csv": (AZ + ROW1).encode("utf-16-le"),
     "utf16_bom.csv": (AZ + ROW1).encode("utf-16"),
     "png_as_csv.csv": b"\x89PNG\r\n\x1a\n" + bytes(range(64)),
+    "sharegpt_one_line.json": json.dumps([GOOD_CONV, GOOD_CONV]) + "\n",
     "cr_only_newlines.csv": (AZ + ROW1 + ROW2).replace("\n", "\r"),
     "not_parquet.parquet": AZ + ROW1,
     "burstgpt_all_failed.csv": BG + "5,ChatGPT,472,0,472,Conversation log\n45,GPT-4,0,0,0,API log\n",
