@@ -6,7 +6,8 @@ fine), no line longer than ``Limits.max_line_bytes``, and LF or CRLF line ends. 
 (a ShareGPT list, ``[`` first) is exempt from the line cap, as ``Limits`` says: it may well be written
 on one line (``json.dump`` without ``indent``), and the ShareGPT reader bounds it by document and
 conversation size instead; any other reader still refuses the over-long line
-(:meth:`Source.check_line_cap`). Binary formats are
+(:meth:`Source.check_line_cap`). Git LFS pointer files (a repository cloned without ``git lfs``) and
+saved HTML pages are named as such. Binary formats are
 recognised by their magic bytes: Parquet goes to the Parquet reader, ``.gz`` is inflated into a
 temporary file under a decompressed-size cap (zip-bomb guard), and zip, other archives, images,
 PDFs, UTF-16/32 text and other binaries are refused with a one-line reason.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import hashlib
+import re
 import shutil
 import tempfile
 import zlib
@@ -32,6 +34,7 @@ HEAD_BYTES = 64 * 1024
 CHUNK = 1024 * 1024
 PARQUET_MAGIC = b"PAR1"
 GZIP_MAGIC = b"\x1f\x8b"
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # Signature -> what the file is. Checked on the first bytes; a match is refused (except gzip/Parquet).
 REFUSED_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"PK\x03\x04", "a zip archive (or .xlsx/.docx); extract the trace and upload the CSV/JSONL/Parquet file"),
@@ -154,6 +157,14 @@ def _refusal(head: bytes) -> str | None:
     for magic, what in REFUSED_MAGIC:
         if head.startswith(magic):
             return what
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(LFS_POINTER):
+        size = re.search(rb"^size (\d+)", text, re.MULTILINE)
+        real = f" of {int(size.group(1)):,} bytes" if size else ""
+        return (f"a Git LFS pointer, not the data (the real file{real} was not downloaded: the repository was "
+                "cloned without Git LFS; run 'git lfs pull' in it, or download the file itself)")
+    if text[:15].lower().startswith((b"<!doctype html", b"<html")):
+        return "an HTML page (a web page saved instead of the raw file?); download the raw file"
     return None
 
 
@@ -222,12 +233,12 @@ def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = No
             if not head:
                 raise InputError(path, 0, "gzip file is empty inside; expected a trace")
         is_parquet = head.startswith(PARQUET_MAGIC)
+        if not is_parquet and (what := _refusal(head)) is not None:
+            raise InputError(path, 0, f"file is {what}; expected a CSV, JSONL, JSON or Parquet trace")
         if want_parquet and not is_parquet:
             raise InputError(path, 0, "not a Parquet file (no PAR1 magic bytes); expected a Parquet trace")
         if want_parquet is False and is_parquet:
             raise InputError(path, 0, "this is a Parquet file; read it with format parquet (or auto)")
-        if not is_parquet and (what := _refusal(head)) is not None:
-            raise InputError(path, 0, f"file is {what}; expected a CSV, JSONL, JSON or Parquet trace")
         has_quote, sha, long_line = False, None, None
         if not is_parquet:
             check = _TextCheck(path, limits, defer_long_lines=_is_json_document(head))

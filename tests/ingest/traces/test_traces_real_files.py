@@ -5,7 +5,8 @@ Azure/AzurePublicDataset ``data/AzureLLMInferenceTrace_code.csv`` and the 2024 n
 ``AzureLLMInferenceTrace_{code,conv}_1week.csv``, HPMLL/BurstGPT's README schema and release v2.0
 ``BurstGPT_3.csv`` header, kvcache-ai/Mooncake ``FAST25-release/traces/*.jsonl``, FastChat's ShareGPT
 split output, vLLM's ``CustomDataset`` docstring, hemingkx/Spec-Bench categories); values are
-illustrative. The tests then cover what users of those files hit: one-line JSON documents.
+illustrative. The tests then cover what users of those files hit: one-line JSON documents, Git LFS
+pointers from a clone without ``git lfs``, pretty-printed JSON read as JSONL.
 """
 
 from __future__ import annotations
@@ -124,3 +125,43 @@ def test_a_sharegpt_document_on_one_line_is_read_whatever_the_line_cap(tmp_path:
         read_trace(write(tmp_path, "long.jsonl", MOONCAKE.replace("[0, 1, 2", "[" + "7, " * 30 + "0, 1, 2")),
                    limits=limits)
     assert info.value.line == 1
+
+
+@pytest.mark.parametrize("name", ["BurstGPT_1.csv", "conversation_trace.jsonl", "generic.parquet",
+                                  "sharegpt.json", "BurstGPT_1.csv.gz"])
+def test_a_git_lfs_pointer_is_named_not_parsed(tmp_path: Path, name: str) -> None:
+    pointer = ("version https://git-lfs.github.com/spec/v1\n"
+               "oid sha256:4bb3783693d0a435686fbfc885615d2349bd067239079fa4b749f2e679e12122\nsize 52283111\n")
+    data = gzip.compress(pointer.encode(), mtime=0) if name.endswith(".gz") else pointer
+    path = write(tmp_path, name, data)
+    for call in (lambda: read_trace(path), lambda: detect_format(path)):
+        with pytest.raises(InputError) as info:
+            call()
+        assert info.value.line == 0
+        assert "Git LFS pointer, not the data (the real file of 52,283,111 bytes" in info.value.message
+        assert "git lfs pull" in info.value.message
+
+
+def test_a_saved_web_page_is_named(tmp_path: Path) -> None:
+    page = write(tmp_path, "AzureLLMInferenceTrace_code.csv", "<!DOCTYPE html>\n<html lang='en'>\n<head>\n")
+    with pytest.raises(InputError, match="an HTML page") as info:
+        read_trace(page)
+    assert info.value.line == 0
+
+
+def test_pretty_printed_json_read_as_json_lines_says_what_it_is(tmp_path: Path) -> None:
+    result = write(tmp_path, "bench.json", json.dumps({"backend": "vllm", "input_lens": [1, 2]}, indent=2))
+    with pytest.raises(InputError, match="an object spread over several lines") as info:
+        read_trace(result)
+    assert info.value.line == 1
+    listing = write(tmp_path, "sharegpt.json", json.dumps(CONVS, indent=2))
+    for fmt in ("jsonl", "mooncake", "specbench"):
+        with pytest.raises(InputError, match=r"a list spread over several lines.*format sharegpt") as info:
+            read_trace(listing, fmt)
+        assert info.value.line == 1
+    with pytest.raises(InputError, match=r"got a list .*format sharegpt"):
+        read_trace(write(tmp_path, "one_line.json", json.dumps(CONVS)), "jsonl")
+    # A list on a later line of real JSON lines is not taken for a ShareGPT file.
+    with pytest.raises(InputError, match=r"got a list$") as info:
+        read_trace(write(tmp_path, "mixed.jsonl", MOONCAKE + "[1, 2]\n"), "mooncake")
+    assert info.value.line == 4
