@@ -84,8 +84,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     mix = ", ".join(f"{w} {f:.0%}" for w, f in res["workload_mix"].items())
     state = "stored" if new else "already stored"
-    print(f"{args.file}: {tf.format}, {res['requests']} requests ({mix}) → trace {trace_id} ({state})")
+    print(f"{args.file}: {tf.format}, {res['requests']} requests ({mix}){dropped_note(tf.dropped)} "
+          f"→ trace {trace_id} ({state})")
     return 0
+
+
+def dropped_note(dropped: dict[str, int]) -> str:
+    """``; dropped 31 with 0 output tokens`` for the one-line summary ('' when nothing was dropped)."""
+    words = {"zero_output_tokens": "with 0 output tokens", "zero_input_tokens": "with 0 input tokens",
+             "unpaired_turns": "unpaired turns", "empty_turns": "questions without turns"}
+    parts = [f"{n:,} {words.get(reason, reason.replace('_', ' '))}" for reason, n in dropped.items() if n]
+    return f"; dropped {', '.join(parts)}" if parts else ""
 
 
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]

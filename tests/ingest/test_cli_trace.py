@@ -124,3 +124,17 @@ def test_the_real_command_line(tmp_path):
     bad = cli("ingest", "trace", str(CORPUS / "azure_negative_tokens.csv"), "--db", str(db))
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
     assert "Traceback" not in bad.stderr and _traces(db)[0] == 1
+
+
+def test_the_summary_line_says_what_was_dropped(tmp_path, capsys):
+    """BurstGPT's failed requests (Response tokens 0) are dropped; the plain output says so, not only --json."""
+    trace = tmp_path / "BurstGPT_1.csv"
+    trace.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                     "5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT,1087,0,1087,Conversation log\n"
+                     "118,GPT-4,0,276,276,API log\n120,GPT-4,300,0,300,API log\n")
+    rc, out, _ = _run(capsys, "trace", str(trace), "--db", str(tmp_path / "s.duckdb"))
+    assert rc == 0 and "burstgpt, 1 requests" in out
+    assert "; dropped 2 with 0 output tokens, 1 with 0 input tokens → trace" in out
+    rc, out, _ = _run(capsys, "trace", str(SAMPLES / "azure_code.csv"), "--db", str(tmp_path / "s.duckdb"))
+    assert rc == 0 and "dropped" not in out
+
