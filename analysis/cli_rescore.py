@@ -79,7 +79,7 @@ def load_input(args: argparse.Namespace, con):
         from ingest.cli_trace import mapping_from_args
         from ingest.traces import read_trace
 
-        tf = read_trace(path, args.format, mapping_from_args(args.maps, args.timestamp_unit), args.workload)
+        tf = read_trace(path, args.format, mapping_from_args(args.maps, args.timestamp_unit, path), args.workload)
         frame, assignment = assign_workloads(tf.frame)
         return frame, {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format,
                        "file_hash": tf.file_hash, "source": "file", "workload_assignment": assignment,

@@ -34,8 +34,14 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timestamp-unit", default=None, choices=TIMESTAMP_UNITS, help="unit of a mapped timestamp")
 
 
-def mapping_from_args(maps: list[str], unit: str | None) -> TraceMapping | None:
-    """``--map`` flags as a TraceMapping (None when no flag was given)."""
+def mapping_from_args(maps: list[str], unit: str | None, path: Path | None = None) -> TraceMapping | None:
+    """``--map`` flags as a TraceMapping (None when no flag was given).
+
+    Flags that name neither ``input_tokens`` nor ``prompt`` (say ``--timestamp-unit ms`` alone, or
+    ``--map shard=model``) are completed from the file's well-known column names when ``path`` is
+    given, as if no flag had been passed, so a user need not restate every column to fix one; an
+    explicit ``--timestamp-unit`` then applies to a bare ``timestamp`` column found that way.
+    """
     if not maps and unit is None:
         return None
     given: dict[str, str] = {}
@@ -47,11 +53,31 @@ def mapping_from_args(maps: list[str], unit: str | None) -> TraceMapping | None:
         if fld in given:
             raise UsageError(f"--map {fld} given twice")
         given[fld] = col.strip()
-    mapping = TraceMapping(timestamp_unit=unit or "s", **given)
+    ts_unit = unit or "s"
+    if path is not None and "input_tokens" not in given and "prompt" not in given:
+        given, ts_unit = _complete(path, given, unit)
+    mapping = TraceMapping(timestamp_unit=ts_unit, **given)
     problems = mapping.problems()
     if problems:
         raise UsageError(f"--map: {problems[0]}")
     return mapping
+
+
+def _complete(path: Path, given: dict[str, str], unit: str | None) -> tuple[dict[str, str], str]:
+    """Partial ``--map`` flags plus the file's well-known columns (flags win), and the timestamp unit."""
+    from ingest.trace_store import peek_columns
+    from ingest.traces.mapping import AmbiguousMapping, infer_mapping
+
+    try:
+        inferred = infer_mapping(peek_columns(path))
+    except AmbiguousMapping as exc:
+        raise UsageError(f"--map: {exc}") from None
+    if inferred is None:  # nothing to complete from: the mapping stays partial and is refused as such
+        return given, unit or "s"
+    # A timestamp column found by name: an explicit unit wins, else the unit its name carries (a bare
+    # "timestamp" stays AUTO_UNIT: date-times are read, plain numbers refused as unit-ambiguous).
+    by_name = "timestamp" not in given and inferred.timestamp is not None
+    return {**inferred.columns(), **given}, unit or (inferred.timestamp_unit if by_name else "s")
 
 
 def read_assigned(path: Path, fmt: str, workload: str | None, mapping: TraceMapping | None, name: str | None,
@@ -70,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     from ingest import store
     from ingest.trace_store import store_trace, workload_mix
 
-    mapping = mapping_from_args(args.maps, args.timestamp_unit)
+    mapping = mapping_from_args(args.maps, args.timestamp_unit, args.file)
     tf, assignment = read_assigned(args.file, args.format, args.workload, mapping, args.name)
     with store.session(args.db) as con:
         trace_id, new = store_trace(con, tf, assignment=assignment, source_path=str(args.file))
@@ -84,9 +110,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     mix = ", ".join(f"{w} {f:.0%}" for w, f in res["workload_mix"].items())
     state = "stored" if new else "already stored"
-    print(f"{args.file}: {tf.format}, {res['requests']} requests ({mix}) → trace {trace_id} ({state})")
+    print(f"{args.file}: {tf.format}, {res['requests']} requests ({mix}){dropped_note(tf.dropped)} "
+          f"→ trace {trace_id} ({state})")
     return 0
 
+
+def dropped_note(dropped: dict[str, int]) -> str:
+    """``; dropped 31 with 0 output tokens`` for the one-line summary ('' when nothing was dropped)."""
+    words = {"zero_output_tokens": "with 0 output tokens", "zero_input_tokens": "with 0 input tokens",
+             "unpaired_turns": "unpaired turns", "empty_turns": "questions without turns"}
+    parts = [f"{n:,} {words.get(reason, reason.replace('_', ' '))}" for reason, n in dropped.items() if n]
+    return f"; dropped {', '.join(parts)}" if parts else ""
 
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
 COMMANDS: dict[str, Command] = {

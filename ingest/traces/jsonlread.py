@@ -55,6 +55,9 @@ def _duckdb_path(path: Path) -> Iterator[str]:
         yield str(link)
 
 
+_LIST_HINT = " (a JSON list of conversations is ShareGPT: read it with format sharegpt, or auto)"
+
+
 def _loads(line: bytes) -> Any:
     def no_dup_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         keys = [k for k, _ in pairs]
@@ -66,20 +69,25 @@ def _loads(line: bytes) -> Any:
     return json.loads(line, object_pairs_hook=no_dup_keys)
 
 
-def check_line(src: Source, lineno: int, line: bytes) -> dict[str, Any]:
-    """Parse one JSONL line into an object, or raise InputError on that line."""
+def check_line(src: Source, lineno: int, line: bytes, *, first: bool = False) -> dict[str, Any]:
+    """Parse one JSONL line into an object, or raise InputError on that line (``first``: the file's first)."""
     try:
         obj = _loads(line)
     except RecursionError:
         raise src.fail(lineno, "JSON nested too deeply; expected a flat object per line") from None
     except json.JSONDecodeError as exc:
+        opened = line.strip().lstrip(b"\xef\xbb\xbf")
+        if first and opened in (b"{", b"["):  # a pretty-printed JSON document, not JSON lines
+            what, hint = ("an object", "") if opened == b"{" else ("a list", _LIST_HINT)
+            raise src.fail(lineno, f"invalid JSON lines: the file is {what} spread over several lines (a "
+                                   f"pretty-printed JSON document); expected one JSON object per line{hint}") from None
         raise src.fail(lineno, f"invalid JSON ({exc.msg}, column {exc.colno}); expected one object per line"
                        ) from None
     except ValueError as exc:
         raise src.fail(lineno, f"{exc}; expected unique keys") from None
     if not isinstance(obj, dict):
-        got = "a list" if isinstance(obj, list) else type(obj).__name__
-        raise src.fail(lineno, f"expected a JSON object on each line, got {got}")
+        got, hint = ("a list", _LIST_HINT if first else "") if isinstance(obj, list) else (type(obj).__name__, "")
+        raise src.fail(lineno, f"expected a JSON object on each line, got {got}{hint}")
     return obj
 
 
@@ -88,15 +96,17 @@ def first_record(src: Source) -> tuple[int, dict[str, Any]]:
     with src.data_path.open("rb") as fh:
         for lineno, line in enumerate(fh, 1):
             if line.strip():
-                return lineno, check_line(src, lineno, line)
+                return lineno, check_line(src, lineno, line, first=True)
     raise src.fail(0, "file is empty; expected JSON lines")
 
 
 def diagnose_jsonl(src: Source, exc: Exception) -> InputError:
+    seen = False
     with src.data_path.open("rb") as fh:
         for lineno, line in enumerate(fh, 1):
             if line.strip():
-                check_line(src, lineno, line)
+                check_line(src, lineno, line, first=not seen)
+                seen = True
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return src.fail(0, f"could not read as JSON lines ({first[:160]})")
 

@@ -1,6 +1,7 @@
 """Mooncake trace reader (the FAST'25 release of kvcache-ai/Mooncake).
 
-Source: github.com/kvcache-ai/Mooncake, ``FAST25-release/traces/*.jsonl``. One JSON object per line:
+Source: github.com/kvcache-ai/Mooncake, ``FAST25-release/traces/{conversation,toolagent,synthetic}_trace.jsonl``
+(and the earlier arXiv ``mooncake_trace.jsonl``, same keys per ``FAST25-release/README.md``). One JSON object per line:
 ``{"timestamp": <ms since the first request, int>, "input_length": int, "output_length": int,
 "hash_ids": [int, ...]}``. ``hash_ids`` are 512-token prefix-block ids (shared ids = shared KV prefix);
 re-scoring does not model prefix caching, so they are not read. Extra keys are ignored; a trace

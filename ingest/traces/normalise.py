@@ -107,7 +107,7 @@ def _columns(raw: RawTable, limits: Limits, workload: str | None) -> dict[str, p
             unit = resolve_auto_unit(df.get_column("timestamp")) or ""
             if not unit:
                 raise BadValue(-1, f"cannot tell the unit of {_what(raw, 'timestamp')}; pass a mapping with "
-                                   "timestamp_unit s, ms, us or datetime")
+                                   "timestamp_unit s, ms, us or datetime (command line: --timestamp-unit UNIT)")
         ts = check_timestamps(df.get_column("timestamp"), _what(raw, "timestamp"), unit,
                               required=raw.timestamp_required)
     out["timestamp_s"] = ts if ts is not None else _nulls("timestamp_s", pl.Float64(), n)

@@ -85,6 +85,8 @@ def read_trace(
         want_parquet = True
     with open_source(path, limits, want_parquet) as src:
         kind = detect_kind(src, mapping) if fmt == "auto" else fmt
+        if kind != "sharegpt":  # only the ShareGPT document reader copes with unbounded lines
+            src.check_line_cap()
         spec = FORMATS[kind]
         try:
             raw = spec.reader(src, mapping, limits)

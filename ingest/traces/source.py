@@ -2,7 +2,12 @@
 
 Before any parser sees a file, :func:`open_source` streams it once (1 MiB at a time, never whole)
 and computes its sha256 while checking, for text files: no NUL bytes, valid UTF-8 (a UTF-8 BOM is
-fine), no line longer than ``Limits.max_line_bytes``, and LF or CRLF line ends. Binary formats are
+fine), no line longer than ``Limits.max_line_bytes``, and LF or CRLF line ends. A JSON *document*
+(a ShareGPT list, ``[`` first) is exempt from the line cap, as ``Limits`` says: it may well be written
+on one line (``json.dump`` without ``indent``), and the ShareGPT reader bounds it by document and
+conversation size instead; any other reader still refuses the over-long line
+(:meth:`Source.check_line_cap`). Git LFS pointer files (a repository cloned without ``git lfs``) and
+saved HTML pages are named as such. Binary formats are
 recognised by their magic bytes: Parquet goes to the Parquet reader, ``.gz`` is inflated into a
 temporary file under a decompressed-size cap (zip-bomb guard), and zip, other archives, images,
 PDFs, UTF-16/32 text and other binaries are refused with a one-line reason.
@@ -13,6 +18,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import hashlib
+import re
 import shutil
 import tempfile
 import zlib
@@ -28,6 +34,7 @@ HEAD_BYTES = 64 * 1024
 CHUNK = 1024 * 1024
 PARQUET_MAGIC = b"PAR1"
 GZIP_MAGIC = b"\x1f\x8b"
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # Signature -> what the file is. Checked on the first bytes; a match is refused (except gzip/Parquet).
 REFUSED_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"PK\x03\x04", "a zip archive (or .xlsx/.docx); extract the trace and upload the CSV/JSONL/Parquet file"),
@@ -63,16 +70,24 @@ class Source:
     is_parquet: bool
     has_quote: bool  # any '"' in the text (CSV line numbers then need a slow exact count)
     suffix: str  # lower-case extension, ".gz" removed
+    long_line: InputError | None = None  # the first over-long line of a JSON document (not raised yet)
 
     def fail(self, line: int, message: str) -> InputError:
         return InputError(self.path, line, message)
+
+    def check_line_cap(self) -> None:
+        """Raise the deferred over-long-line error: every reader but ShareGPT's needs bounded lines."""
+        if self.long_line is not None:
+            raise self.long_line
 
 
 class _TextCheck:
     """Streaming checks on text bytes; raises InputError naming the first bad line."""
 
-    def __init__(self, path: Path, limits: Limits) -> None:
+    def __init__(self, path: Path, limits: Limits, defer_long_lines: bool = False) -> None:
         self.path, self.max_line = path, limits.max_line_bytes
+        self.defer_long_lines = defer_long_lines  # a JSON document: note the first long line, go on
+        self.long_line: InputError | None = None
         self.decoder = codecs.getincrementaldecoder("utf-8")("strict")
         self.lines_done = 0  # complete lines seen so far
         self.since_nl = 0  # bytes since the last newline
@@ -113,15 +128,19 @@ class _TextCheck:
         if first < 0:
             self.since_nl += len(chunk)
             if self.since_nl > self.max_line:
-                raise InputError(self.path, self.lines_done + 1, self._too_long())
+                self._long()
             return
         if self.since_nl + first > self.max_line:
-            raise InputError(self.path, self.lines_done + 1, self._too_long())
+            self._long()
         self.lines_done += chunk.count(b"\n")
         self.since_nl = len(chunk) - chunk.rfind(b"\n") - 1
 
-    def _too_long(self) -> str:
-        return f"line longer than {self.max_line:,} bytes; expected one record per line"
+    def _long(self) -> None:
+        err = InputError(self.path, self.lines_done + 1,
+                         f"line longer than {self.max_line:,} bytes; expected one record per line")
+        if not self.defer_long_lines:
+            raise err
+        self.long_line = self.long_line or err
 
     def finish(self) -> None:
         try:
@@ -138,7 +157,20 @@ def _refusal(head: bytes) -> str | None:
     for magic, what in REFUSED_MAGIC:
         if head.startswith(magic):
             return what
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(LFS_POINTER):
+        size = re.search(rb"^size (\d+)", text, re.MULTILINE)
+        real = f" of {int(size.group(1)):,} bytes" if size else ""
+        return (f"a Git LFS pointer, not the data (the real file{real} was not downloaded: the repository was "
+                "cloned without Git LFS; run 'git lfs pull' in it, or download the file itself)")
+    if text[:15].lower().startswith((b"<!doctype html", b"<html")):
+        return "an HTML page (a web page saved instead of the raw file?); download the raw file"
     return None
+
+
+def _is_json_document(head: bytes) -> bool:
+    """A JSON list document (ShareGPT) rather than line-oriented text."""
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
 
 
 def _stream(path: Path, chunk: int) -> Iterator[bytes]:
@@ -201,15 +233,15 @@ def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = No
             if not head:
                 raise InputError(path, 0, "gzip file is empty inside; expected a trace")
         is_parquet = head.startswith(PARQUET_MAGIC)
+        if not is_parquet and (what := _refusal(head)) is not None:
+            raise InputError(path, 0, f"file is {what}; expected a CSV, JSONL, JSON or Parquet trace")
         if want_parquet and not is_parquet:
             raise InputError(path, 0, "not a Parquet file (no PAR1 magic bytes); expected a Parquet trace")
         if want_parquet is False and is_parquet:
             raise InputError(path, 0, "this is a Parquet file; read it with format parquet (or auto)")
-        if not is_parquet and (what := _refusal(head)) is not None:
-            raise InputError(path, 0, f"file is {what}; expected a CSV, JSONL, JSON or Parquet trace")
-        has_quote, sha = False, None
+        has_quote, sha, long_line = False, None, None
         if not is_parquet:
-            check = _TextCheck(path, limits)
+            check = _TextCheck(path, limits, defer_long_lines=_is_json_document(head))
             # Hash in the same pass when the bytes checked are the bytes given (not inflated).
             digest = hashlib.sha256() if data_path == path else None
             for block in _stream(data_path, min(CHUNK, limits.max_line_bytes)):
@@ -218,6 +250,7 @@ def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = No
                     digest.update(block)
             check.finish()
             has_quote, sha = check.has_quote, digest.hexdigest() if digest is not None else None
+            long_line = check.long_line
         yield Source(
             path=path,
             data_path=data_path,
@@ -227,6 +260,7 @@ def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = No
             is_parquet=is_parquet,
             has_quote=has_quote,
             suffix=suffix,
+            long_line=long_line,
         )
     finally:
         if tmp is not None:

@@ -82,3 +82,18 @@ def test_unknown_trace_ids_and_missing_stores(default_db, tmp_path):
     proc = cli("analysis", "rescore", str(SAMPLES / "azure_code.csv"), "--db", str(tmp_path / "none.duckdb"))
     assert proc.returncode == 2 and "no such store" in proc.stderr
     assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_a_timestamp_unit_alone_is_enough_for_a_generic_file(default_db, tmp_path):
+    """rescore takes --map/--timestamp-unit like ingest trace: one flag, the rest found by name."""
+    trace = tmp_path / "mine.jsonl"
+    trace.write_text("".join(f'{{"timestamp": {i * 250}, "prompt_tokens": {200 + i}, "completion_tokens": {50 + i}}}\n'
+                             for i in range(40)))
+    refused = cli("analysis", "rescore", str(trace), "--family", "Qwen", "--gpu", "MI355X", db=default_db)
+    assert refused.returncode == 2 and "--timestamp-unit" in refused.stderr
+    proc = cli("analysis", "rescore", str(trace), "--family", "Qwen", "--gpu", "MI355X", "--timestamp-unit", "ms",
+               "--json", db=default_db)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["trace"]["requests"] == 40 and doc["recommendations"]
+    assert doc["load"]["source"] == "arrival_rate" and doc["trace"]["duration_s"] == pytest.approx(9.75)

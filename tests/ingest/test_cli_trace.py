@@ -124,3 +124,49 @@ def test_the_real_command_line(tmp_path):
     bad = cli("ingest", "trace", str(CORPUS / "azure_negative_tokens.csv"), "--db", str(db))
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
     assert "Traceback" not in bad.stderr and _traces(db)[0] == 1
+
+
+def test_the_summary_line_says_what_was_dropped(tmp_path, capsys):
+    """BurstGPT's failed requests (Response tokens 0) are dropped; the plain output says so, not only --json."""
+    trace = tmp_path / "BurstGPT_1.csv"
+    trace.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                     "5,ChatGPT,472,18,490,Conversation log\n45,ChatGPT,1087,0,1087,Conversation log\n"
+                     "118,GPT-4,0,276,276,API log\n120,GPT-4,300,0,300,API log\n")
+    rc, out, _ = _run(capsys, "trace", str(trace), "--db", str(tmp_path / "s.duckdb"))
+    assert rc == 0 and "burstgpt, 1 requests" in out
+    assert "; dropped 2 with 0 output tokens, 1 with 0 input tokens → trace" in out
+    rc, out, _ = _run(capsys, "trace", str(SAMPLES / "azure_code.csv"), "--db", str(tmp_path / "s.duckdb"))
+    assert rc == 0 and "dropped" not in out
+
+
+def test_a_unit_or_one_column_alone_completes_the_well_known_names(tmp_path, capsys):
+    """The unit-ambiguity error points at --timestamp-unit, and that flag alone is enough (no full --map)."""
+    db = tmp_path / "s.duckdb"
+    trace = tmp_path / "mine.csv"
+    trace.write_text("timestamp,prompt_tokens,completion_tokens,model\n0,100,10,a\n1500,200,20,b\n4500,300,30,a\n")
+    rc, _, err = _run(capsys, "trace", str(trace), "--db", str(db))
+    assert rc == 2 and "cannot tell the unit" in err and "--timestamp-unit" in err
+    rc, out, _ = _run(capsys, "trace", str(trace), "--db", str(db), "--json", "--timestamp-unit", "ms")
+    assert rc == 0 and json.loads(out)["requests"] == 3
+    with store.session(db, read_only=True) as con:
+        times = [r[0] for r in con.execute("SELECT timestamp_s FROM trace_requests ORDER BY request_index").fetchall()]
+    assert times == [0.0, 1.5, 4.5]
+    # One column named, the rest found by name: the model column becomes the shard.
+    rc, out, _ = _run(capsys, "trace", str(trace), "--db", str(tmp_path / "t.duckdb"), "--json",
+                      "--map", "shard=model", "--timestamp-unit", "s")
+    assert rc == 0
+    with store.session(tmp_path / "t.duckdb", read_only=True) as con:
+        rows = con.execute("SELECT timestamp_s, shard FROM trace_requests ORDER BY request_index").fetchall()
+    assert rows == [(0.0, "a"), (1500.0, "b"), (4500.0, "a")]
+    # A mapping that names the token columns is taken as complete, as before: nothing else is read.
+    rc, out, _ = _run(capsys, "trace", str(trace), "--db", str(tmp_path / "u.duckdb"), "--json",
+                      "--map", "input_tokens=prompt_tokens", "--map", "output_tokens=completion_tokens")
+    assert rc == 0
+    with store.session(tmp_path / "u.duckdb", read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM trace_requests WHERE timestamp_s IS NOT NULL OR shard IS NOT NULL"
+                           ).fetchone()[0] == 0
+    # Still refused when nothing can complete it.
+    bare = tmp_path / "bare.csv"
+    bare.write_text("a,b\n1,2\n")
+    rc, _, err = _run(capsys, "trace", str(bare), "--db", str(tmp_path / "v.duckdb"), "--timestamp-unit", "s")
+    assert rc == 2 and "mapping needs input_tokens or prompt" in err and not (tmp_path / "v.duckdb").exists()

@@ -65,6 +65,14 @@ TEXT: dict[str, str | bytes] = {
     "utf16_no_bom.csv": (AZ + ROW1).encode("utf-16-le"),
     "utf16_bom.csv": (AZ + ROW1).encode("utf-16"),
     "png_as_csv.csv": b"\x89PNG\r\n\x1a\n" + bytes(range(64)),
+    # What a clone of HPMLL/BurstGPT without Git LFS holds instead of data/BurstGPT_1.csv.
+    "git_lfs_pointer.csv": "version https://git-lfs.github.com/spec/v1\n"
+    "oid sha256:4bb3783693d0a435686fbfc885615d2349bd067239079fa4b749f2e679e12122\nsize 52283111\n",
+    "git_lfs_pointer.parquet": "version https://git-lfs.github.com/spec/v1\n"
+    "oid sha256:0000000000000000000000000000000000000000000000000000000000000000\nsize 1234\n",
+    "html_page.csv": "\n<!DOCTYPE html>\n<html lang=\"en\">\n<head><title>AzurePublicDataset</title></head>\n",
+    "sharegpt_one_line.json": json.dumps([GOOD_CONV, GOOD_CONV]) + "\n",
+    "jsonl_pretty_printed_list.jsonl": sharegpt([GOOD_CONV]),
     "cr_only_newlines.csv": (AZ + ROW1 + ROW2).replace("\n", "\r"),
     "not_parquet.parquet": AZ + ROW1,
     "burstgpt_all_failed.csv": BG + "5,ChatGPT,472,0,472,Conversation log\n45,GPT-4,0,0,0,API log\n",
