@@ -16,7 +16,8 @@ output token). Requests with a non-empty ``errors`` entry are stored with ok = f
 vLLM computes every statistic over ``samples or 0``, so an empty sample (all requests failed, none longer
 than one token) reads 0 ms: such zeros are not stored, and a result with ``completed = 0`` lands as a
 failed cell carrying the first error. ``request_rate`` is "inf" or a number (``Infinity`` literals too;
-``request_inthroughput`` is the pre-0.4 spelling of ``request_throughput``).
+``request_inthroughput`` is the pre-0.4 spelling of ``request_throughput``). Look-alikes are refused by
+name: pooling-model results, SGLang ``bench_serving`` output, the ``.pytorch.json`` copy.
 """
 
 from __future__ import annotations
@@ -255,6 +256,17 @@ def _failure(d: dict[str, Any], n: int | None) -> str:
     return f"all {total} requests failed" + (f": {last}" if last else "")
 
 
+def _foreign_shape(d: dict[str, Any]) -> str | None:
+    """A clear refusal for results of other tools and modes that share vLLM's throughput keys."""
+    if "output_throughput" not in d and ("input_sequence_throughput" in d or "total_input_sequences" in d):
+        return ("a vllm bench serve result of a pooling (embedding/score) model: no output tokens, so nothing "
+                "to compare for speculative decoding")
+    if "mean_e2e_latency_ms" in d or "total_output_tokens_retokenized" in d:
+        return ("SGLang bench_serving output (python -m sglang.bench_serving), not vllm bench serve; it is not an "
+                "import format (SGLang speculative sweeps: scripts/playground/bench_speculative.py JSONL)")
+    return None
+
+
 def read(path: Path, opts: ReadOptions) -> ParsedFile:
     text = read_text(path)
     docs = json_docs(text, path)
@@ -269,6 +281,9 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         if not isinstance(d.d, dict):
             raise InputError(path, doc.line,
                              f"expected a JSON object (a vllm bench serve result), got {type(d.d).__name__}")
+        foreign = _foreign_shape(d.d)
+        if foreign:
+            raise InputError(path, doc.line, foreign)
         missing = [k for k in REQUIRED if k not in d.d]
         if missing:
             raise InputError(path, doc.line, f"not a vllm bench serve result: missing {', '.join(missing)}")

@@ -302,3 +302,51 @@ def test_v03_request_inthroughput_spelling(empty_db: Path, tmp_path: Path) -> No
     assert (cell["output_throughput"], cell["p50_ttft_ms"], cell["p99_tpot_ms"]) == (
         doc["output_throughput"], doc["median_ttft_ms"], doc["p99_tpot_ms"])
     assert (cell["n_requests"], cell["n_failed"]) == (200, 0)
+
+
+def _pooling_result() -> dict:
+    """vllm/benchmarks/serve.py, TaskType.POOLING: no output tokens, no output_throughput."""
+    return {"date": "20260301-101010", "endpoint_type": "openai-embeddings", "backend": "openai-embeddings",
+            "label": None, "model_id": "BAAI/bge-m3", "tokenizer_id": "BAAI/bge-m3", "num_prompts": 4,
+            "request_rate": "inf", "burstiness": 1.0, "max_concurrency": None, "duration": 1.2, "completed": 4,
+            "total_input_tokens": 400, "total_input_sequences": 4, "request_throughput": 3.3,
+            "input_sequence_throughput": 3.3, "total_token_throughput": 333.3, "latencies": [0.1] * 4,
+            "queue_times": [0.0] * 4, "mean_e2el_ms": 100.0, "median_e2el_ms": 100.0, "std_e2el_ms": 0.0,
+            "p99_e2el_ms": 100.0}
+
+
+def _sglang_bench_serving() -> dict:
+    """python -m sglang.bench_serving --output-file: vLLM-like throughput keys, its own latency keys."""
+    return {"backend": "sglang", "dataset_name": "random", "request_rate": "inf", "max_concurrency": 16,
+            "duration": 50.2, "completed": 64, "total_input_tokens": 65536, "total_output_tokens": 65536,
+            "total_output_tokens_retokenized": 65500, "request_throughput": 1.27, "input_throughput": 1305.5,
+            "output_throughput": 1305.5, "mean_e2e_latency_ms": 12000.0, "median_e2e_latency_ms": 11900.0,
+            "p99_e2e_latency_ms": 12800.0, "mean_ttft_ms": 150.0, "median_ttft_ms": 140.0, "p99_ttft_ms": 250.0,
+            "concurrency": 15.37, "accept_length": 2.61}
+
+
+def _pytorch_records() -> list:
+    """vllm/benchmarks/lib/utils.py convert_to_pytorch_benchmark_format: one record per metric."""
+    doc = json.loads(SWEEP.read_text().splitlines()[0])
+    extra = {k: v for k, v in doc.items() if k != "p99_ttft_ms"}
+    return [{"benchmark": {"name": "vLLM benchmark", "extra_info": {"args": {"model": doc["model_id"]}}},
+             "model": {"name": doc["model_id"]},
+             "metric": {"name": "p99_ttft_ms", "benchmark_values": [doc["p99_ttft_ms"]], "extra_info": extra}}]
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("embed.json", _pooling_result, "a vllm bench serve result of a pooling (embedding/score) model"),
+    ("sglang_serving.jsonl", _sglang_bench_serving, "SGLang bench_serving output (python -m sglang.bench_serving)"),
+    ("run.pytorch.json", _pytorch_records, "vLLM's PyTorch-benchmark-format copy of a result"),
+])
+def test_look_alike_files_are_refused_with_what_they_are(name: str, content, message: str, tmp_path: Path) -> None:
+    path = tmp_path / name
+    path.write_text(json.dumps(content()))
+    db = tmp_path / "store.duckdb"
+    res = cli("ingest", "results", str(path), "--db", str(db))
+    assert res.returncode == 2 and res.stdout == ""
+    err = res.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: {path}:1: {message}"), err
+    if name.endswith(".pytorch.json"):
+        assert err.endswith("import the result file itself (run.json)")
+    assert not db.exists() or counts(db)["cells"] == 0
