@@ -113,9 +113,20 @@ def _answer(path: Path, line: int, rec: Any) -> Answer:
         if nested and len(raw_acc) == len(new_tokens):
             turn_accepts = [[float(v) for v in turn] for turn in raw_acc]
         elif not nested:
-            counts = [_ints(c[k], k, path, line) for k in ("decoding_steps", "idxs") if k in c]
+            counts = [v for k in ("decoding_steps", "idxs") if (v := _counts(c.get(k))) is not None]
             turn_accepts = _split_turns(accepts, new_tokens, counts)
     return Answer(line, rec["category"].strip(), rec["model_id"], new_tokens, wall, turn_accepts, accepts)
+
+
+def _counts(raw: Any) -> list[int] | None:
+    """Step counts per turn, or None: they only help cut the steps into turns, so odd values (idx = -1 for
+    an empty turn) make them unusable rather than the file invalid."""
+    if not isinstance(raw, list):
+        return None
+    vals = [finite(v) for v in raw]
+    if any(v is None or not v.is_integer() for v in vals):
+        return None
+    return [int(v) for v in vals if v is not None]
 
 
 def _split_turns(accepts: list[float], new_tokens: list[int], counts: list[list[int]]) -> list[list[float]] | None:

@@ -76,3 +76,21 @@ def test_other_writers_keep_acceptance_and_per_request_counts(variant, tmp_path:
         assert list(zip(mine["drafted_tokens"], mine["accepted_tokens"], strict=True)) == rows, wl
         assert cells[wl]["draft_tokens"] == sum(d for d, _ in rows)
         assert cells[wl]["accepted_tokens"] == sum(a for _, a in rows)
+
+
+def test_step_counts_only_help_and_never_refuse_a_file(tmp_path: Path) -> None:
+    """Step counts are auxiliary (used only to cut steps into turns): an `idx = new_token - 1` of -1, as
+    inference_pld.py would write for a turn without tokens, must not make the whole file invalid."""
+    answers = [json.loads(line) for line in SPEC.read_text().splitlines()]
+    answers[0]["choices"][0]["decoding_steps"][0] = -1
+    path = tmp_path / "odd_steps.jsonl"
+    path.write_text("".join(json.dumps(a) + "\n" for a in answers))
+    db = tmp_path / "store.duckdb"
+    res = cli("ingest", "results", str(path), "--set", f"depth={DEPTH}", "--set", "gpu=A100", "--db", str(db))
+    assert res.returncode == 0, res.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        missing = con.sql("SELECT count(*) FROM requests WHERE drafted_tokens IS NULL").fetchall()[0][0]
+    finally:
+        con.close()
+    assert missing == 0  # the turns were still cut by new_tokens
