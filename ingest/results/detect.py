@@ -33,6 +33,17 @@ def _first_object(path: Path) -> object:
         return docs[0].value if docs else None
 
 
+def _pytorch_benchmark_records(path: Path) -> bool:
+    """vllm/benchmarks/lib/utils.py ``convert_to_pytorch_benchmark_format``: ``[{benchmark, model, metric}]``."""
+    try:
+        obj = _first_object(path)
+    except InputError:
+        return False
+    first = obj[0] if isinstance(obj, list) and obj else None
+    return isinstance(first, dict) and {"benchmark", "model", "metric"} <= set(first) and \
+        isinstance(first["metric"], dict) and "benchmark_values" in first["metric"]
+
+
 def detect(path: Path) -> str:
     if path.is_dir():
         if spectune_parquet.folder_of(path):
@@ -60,6 +71,11 @@ def detect(path: Path) -> str:
         keys = ", ".join(repr(k) for k in list(obj)[:10]) if isinstance(obj, dict) else type(obj).__name__
         raise InputError(path, first_line, f"unrecognised JSON keys {keys}; {EXPECTED}")
     if stripped.startswith("["):
+        if _pytorch_benchmark_records(path):
+            main = path.name.removesuffix(".pytorch.json") + ".json" if path.name.endswith(".pytorch.json") else ""
+            raise InputError(path, first_line, "vLLM's PyTorch-benchmark-format copy of a result (one record per "
+                             "metric, written next to the --save-result file when SAVE_TO_PYTORCH_BENCHMARK_FORMAT "
+                             "is set); import the result file itself" + (f" ({main})" if main else ""))
         raise InputError(path, first_line, f"a JSON list; {EXPECTED}")
     header_line = stripped.splitlines()[0] if stripped else ""
     try:

@@ -72,11 +72,15 @@ def family_from_model(model: str | None) -> str | None:
 
 
 def resolve(found: dict[str, Any], overrides: dict[str, str], warnings: list[str],
-            where: str = "") -> tuple[CellKey, int]:
-    """The cell key and GPU count from overrides > file values > inference > unknown (with a warning)."""
+            where: str = "", hints: dict[str, str] | None = None) -> tuple[CellKey, int]:
+    """The cell key and GPU count from overrides > file values > inference > unknown (with a warning).
+
+    ``hints`` replaces "not in the file" in the warning for a dimension the file does mention, but
+    without a usable value (e.g. vLLM's ``max_concurrency: null``)."""
     values = {k: v for k, v in found.items() if v is not None and v != ""}
     values.update(overrides)
     prefix = f"{where}: " if where else ""
+    hints = hints or {}
 
     def text(name: str) -> str:
         if name in values:
@@ -105,6 +109,7 @@ def resolve(found: dict[str, Any], overrides: dict[str, str], warnings: list[str
         concurrency = int(values["concurrency"])
     else:
         concurrency = 0
-        warnings.append(f"{prefix}concurrency not in the file; stored as 0 (pass --set concurrency=...)")
+        why = hints.get("concurrency", "concurrency not in the file")
+        warnings.append(f"{prefix}{why}; stored as 0 (pass --set concurrency=...)")
     gpu_count = int(values.get("gpu_count", 0) or 0)
     return CellKey(method, depth, family, model, workload, gpu, concurrency), gpu_count

@@ -71,7 +71,7 @@ def land(con: duckdb.DuckDBPyConnection, files: list[ParsedFile]) -> list[dict[s
                 warnings.simplefilter("ignore", RuntimeWarning)
                 frames = store.cell_frames(f.run.run_id, cell.key, cell.requests, window_s=cell.window_s,
                                            gpu_count=cell.gpu_count, counters=cell.counters, itl_ms=cell.itl_ms,
-                                           headline=cell.headline)
+                                           headline=cell.headline, status=cell.status, error=cell.error)
             for t in TABLES:
                 if t in frames:
                     parts[t].append(frames[t])

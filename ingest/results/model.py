@@ -36,6 +36,8 @@ class ParsedCell:
     counters: SpecCounters | None = None
     itl_ms: np.ndarray | None = None
     headline: dict[str, Any] = field(default_factory=dict)  # the file's own numbers (cells columns), as given
+    status: str = "ok"  # "failed": the file records a benchmark in which no request succeeded
+    error: str | None = None
 
 
 @dataclass(slots=True)

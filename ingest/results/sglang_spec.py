@@ -6,8 +6,9 @@ decode step time the server recorded), ``speed`` (= acc_length / step_time: toke
 
 Mapping: method ``none`` when steps = 0, else ``--set method=`` (SGLang's EAGLE algorithm serves EAGLE,
 EAGLE-3 and MTP/NextN heads alike, so the file cannot say which) or ``unknown``; depth = steps;
-concurrency = batch_size. acceptance_length = acc_length; acceptance_rate = (acc_length − 1) /
-(num_draft_tokens − 1) (tokens verified per step beyond the root); output_throughput = speed ×
+concurrency = batch_size. acceptance_length = acc_length; acceptance_rate = (acc_length − 1) / draft tokens
+verified per step: ``steps`` for a chain (topk = 1: the server forces num_draft_tokens = steps + 1, so a
+sweep's num_draft_tokens 2 or 4 at steps 5 runs as 6), else num_draft_tokens − 1; output_throughput = speed ×
 batch_size (every sequence of the batch decodes at ``speed``); mean TPOT = 1000 / speed. No
 per-request samples, so no confidence intervals. Several (topk, num_draft_tokens) at the same
 (batch_size, steps) are one cell: the chain (topk = 1, vLLM's meaning of depth) is kept, else the
@@ -63,6 +64,15 @@ def _record(path: Path, line: int, rec: Any) -> dict[str, Any]:
     return out
 
 
+def _drafted_per_step(r: dict[str, Any]) -> int:
+    """Draft tokens one verify step checks: ``steps`` for a chain — SGLang's server sets
+    ``speculative_num_draft_tokens = speculative_num_steps + 1`` whenever ``topk == 1``, whatever the sweep
+    passed (the record keeps the value passed) — else the tree's ``num_draft_tokens − 1`` (root excluded)."""
+    if r["topk"] <= 1:
+        return r["steps"]
+    return max(r["num_draft_tokens"] - 1, 0)
+
+
 def _preferred(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Of two configs at the same (batch_size, steps): the chain, else the faster."""
     if (a["topk"] <= 1) != (b["topk"] <= 1):
@@ -93,8 +103,9 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         }
         if spec:
             headline["acceptance_length"] = r["acc_length"]
-            if r["num_draft_tokens"] > 1:
-                headline["acceptance_rate"] = (r["acc_length"] - 1.0) / (r["num_draft_tokens"] - 1)
+            drafted = _drafted_per_step(r)
+            if drafted:
+                headline["acceptance_rate"] = (r["acc_length"] - 1.0) / drafted
         if gpu_count:
             headline["output_throughput_per_gpu"] = headline["output_throughput"] / gpu_count
         parsed.cells.append(ParsedCell(key=key, requests=pl.DataFrame(), window_s=None, gpu_count=gpu_count,

@@ -2,8 +2,10 @@
 
 One answer per line: ``question_id, category, answer_id, model_id, choices, tstamp``; Spec-Bench's own
 figures use ``choices[0]`` with per-turn lists ``new_tokens``, ``wall_time`` (s), ``decoding_steps``
-and the per-decoding-step ``accept_lengths`` (tokens emitted per verify step, bonus included; flat
-over turns — a list of per-turn lists is accepted too).
+(``idxs`` in inference_sps.py) and the per-decoding-step ``accept_lengths`` (tokens emitted per verify step,
+bonus included; flat over turns — a list of per-turn lists is accepted too; spelled ``accept_lengths:``
+by inference_sps.py at some commits). Steps are cut into turns by ``new_tokens`` (a turn's steps emit
+its tokens), else by the step counts when they add up.
 
 Mapping: each turn is one request (output tokens = new_tokens, e2e = wall_time; batch 1, so
 concurrency = 1 and the window is the summed wall time). Categories become workloads (coding → code;
@@ -95,7 +97,8 @@ def _answer(path: Path, line: int, rec: Any) -> Answer:
     if any(v is None or v <= 0 for v in wall_raw):
         raise InputError(path, line, "choices[0].wall_time must hold positive seconds")
     wall = [float(v) for v in wall_raw if v is not None]
-    raw_acc = c.get("accept_lengths")
+    # inference_sps.py at some Spec-Bench commits writes the key as "accept_lengths:" (colon included)
+    raw_acc = c.get("accept_lengths", c.get("accept_lengths:"))
     turn_accepts = None
     accepts: list[float] = []
     if raw_acc is not None:
@@ -109,12 +112,50 @@ def _answer(path: Path, line: int, rec: Any) -> Answer:
         accepts = [float(v) for v in vals if v is not None]
         if nested and len(raw_acc) == len(new_tokens):
             turn_accepts = [[float(v) for v in turn] for turn in raw_acc]
-        elif not nested and "decoding_steps" in c:
-            steps = _ints(c["decoding_steps"], "decoding_steps", path, line)
-            if len(steps) == len(new_tokens) and sum(steps) == len(accepts):
-                bounds = np.cumsum([0, *steps])
-                turn_accepts = [accepts[bounds[i]:bounds[i + 1]] for i in range(len(steps))]
+        elif not nested:
+            counts = [v for k in ("decoding_steps", "idxs") if (v := _counts(c.get(k))) is not None]
+            turn_accepts = _split_turns(accepts, new_tokens, counts)
     return Answer(line, rec["category"].strip(), rec["model_id"], new_tokens, wall, turn_accepts, accepts)
+
+
+def _counts(raw: Any) -> list[int] | None:
+    """Step counts per turn, or None: they only help cut the steps into turns, so odd values (idx = -1 for
+    an empty turn) make them unusable rather than the file invalid."""
+    if not isinstance(raw, list):
+        return None
+    vals = [finite(v) for v in raw]
+    if any(v is None or not v.is_integer() for v in vals):
+        return None
+    return [int(v) for v in vals if v is not None]
+
+
+def _split_turns(accepts: list[float], new_tokens: list[int], counts: list[list[int]]) -> list[list[float]] | None:
+    """The flat per-step accept lengths cut into turns, or None when the file gives no consistent cut.
+
+    Each step emits ``accept_length`` tokens, so a turn's steps add up to its ``new_tokens``: that cut is
+    used first. ``decoding_steps`` is not reliable for it (inference_pld.py writes new_tokens − 1 there,
+    inference_sps.py writes ``idxs``, the last step index); a step count per turn is used only when the
+    counts add up to the number of steps.
+    """
+    out: list[list[float]] = []
+    i = 0
+    for n in new_tokens:
+        start, total = i, 0.0
+        while total < n and i < len(accepts):
+            total += accepts[i]
+            i += 1
+        if total != n:
+            break
+        out.append(accepts[start:i])
+    else:
+        if i == len(accepts):
+            return out
+    for steps in counts:
+        for candidate in (steps, [k + 1 for k in steps]):  # idxs: step index of the last step (= steps - 1)
+            if len(candidate) == len(new_tokens) and sum(candidate) == len(accepts):
+                bounds = np.cumsum([0, *candidate])
+                return [accepts[bounds[t]:bounds[t + 1]] for t in range(len(candidate))]
+    return None
 
 
 def answers(path: Path) -> list[Answer]:

@@ -13,6 +13,11 @@ hold several results (``--append-result``): each is one cell.
 Mapping: the file's headline numbers are stored as given (median → p50); percentiles the file lacks are
 recomputed from the arrays the way vLLM does (numpy linear interpolation; TPOT over requests with > 1
 output token). Requests with a non-empty ``errors`` entry are stored with ok = false. Window = ``duration``.
+vLLM computes every statistic over ``samples or 0``, so an empty sample (all requests failed, none longer
+than one token) reads 0 ms: such zeros are not stored, and a result with ``completed = 0`` lands as a
+failed cell carrying the first error. ``request_rate`` is "inf" or a number (``Infinity`` literals too;
+``request_inthroughput`` is the pre-0.4 spelling of ``request_throughput``). Look-alikes are refused by
+name: pooling-model results, SGLang ``bench_serving`` output, the ``.pytorch.json`` copy.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ SCALARS = {"output_throughput": "output_throughput", "request_throughput": "requ
            "mean_tpot_ms": "mean_tpot_ms", "mean_e2el_ms": "mean_e2e_ms",
            "spec_decode_acceptance_length": "acceptance_length", "spec_decode_num_drafts": "drafts",
            "spec_decode_draft_tokens": "draft_tokens", "spec_decode_accepted_tokens": "accepted_tokens"}
+ALIASES = {"request_throughput": "request_inthroughput"}  # vLLM ≤ 0.3 benchmark_serving.py spelled it so
+MEAN_LATENCIES = {"mean_ttft_ms": "ttft", "mean_tpot_ms": "tpot", "mean_e2el_ms": "e2el"}
 # --metadata keys (and common spellings) that name spectune dimensions.
 META_KEYS = {"method": "method", "spec_method": "method", "speculative_method": "method",
              "depth": "depth", "num_speculative_tokens": "depth", "family": "family", "workload": "workload",
@@ -166,14 +173,23 @@ def _requests(d: _Doc, n: int) -> tuple[pl.DataFrame, np.ndarray | None]:
         numeric["start_s"] = starts - np.nanmin(starts)
     frame = pl.DataFrame({"request_index": np.arange(n, dtype=np.int32), **numeric, "ok": ok, "error": errors},
                          strict=False).with_columns(pl.col(c).fill_nan(None) for c in numeric)
-    itl_ms = np.concatenate([row for row, good in zip(itls, ok, strict=True) if good]) * 1e3 if itls else None
+    kept = [row for row, good in zip(itls or [], ok, strict=False) if good]
+    itl_ms = np.concatenate(kept) * 1e3 if kept else None  # no successful request: no gaps at all
     return frame, itl_ms
 
 
-def _headline(d: _Doc) -> dict[str, Any]:
+def _headline(d: _Doc, empty: set[str]) -> dict[str, Any]:
+    """The file's own figures. Latency statistics of exactly 0 ms are vLLM's value for an empty sample (it
+    takes ``np.percentile([] or 0, q)``: every request failed, none produced > 1 token, no streamed gaps):
+    not measurements, so they are left out (and named in ``empty``) rather than stored as 0 ms."""
     h: dict[str, Any] = {}
     for key, col in SCALARS.items():
         v = d.number(key, minimum=0)
+        if v is None and key in ALIASES:
+            v = d.number(ALIASES[key], minimum=0)
+        if v == 0 and key in MEAN_LATENCIES:
+            empty.add(MEAN_LATENCIES[key])
+            continue
         if v is not None:
             h[col] = v
     for short, col in LATENCIES.items():
@@ -181,7 +197,9 @@ def _headline(d: _Doc) -> dict[str, Any]:
             v = d.number(f"p{q}_{short}_ms", minimum=0)
             if v is None and q == 50:
                 v = d.number(f"median_{short}_ms", minimum=0)
-            if v is not None:
+            if v == 0:
+                empty.add(short)
+            elif v is not None:
                 h[f"p{q}_{col}"] = v
     rate = d.number("spec_decode_acceptance_rate", minimum=0, maximum=100)
     if rate is not None:
@@ -219,6 +237,36 @@ def _found_dims(d: _Doc, headline: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+def _rate(raw: Any) -> float | str | None:
+    """``request_rate`` as vLLM means it: a number, or "inf" (also when json.dump wrote a float inf as
+    ``Infinity``, which strict JSON readers of our report would reject)."""
+    if isinstance(raw, str):
+        return "inf" if raw.strip().lower() in ("inf", "infinity") else raw
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        return None
+    return "inf" if raw == float("inf") else finite(raw)
+
+
+def _failure(d: dict[str, Any], n: int | None) -> str:
+    """'all N requests failed: <the first error's last line>' for a result with no successful request."""
+    total = n if n else int((finite(d.get("failed")) or 0) + (finite(d.get("completed")) or 0))
+    errors = d.get("errors") if isinstance(d.get("errors"), list) else []
+    first = next((e for e in errors if isinstance(e, str) and e.strip()), "")
+    last = first.strip().splitlines()[-1].strip()[:200] if first else ""
+    return f"all {total} requests failed" + (f": {last}" if last else "")
+
+
+def _foreign_shape(d: dict[str, Any]) -> str | None:
+    """A clear refusal for results of other tools and modes that share vLLM's throughput keys."""
+    if "output_throughput" not in d and ("input_sequence_throughput" in d or "total_input_sequences" in d):
+        return ("a vllm bench serve result of a pooling (embedding/score) model: no output tokens, so nothing "
+                "to compare for speculative decoding")
+    if "mean_e2e_latency_ms" in d or "total_output_tokens_retokenized" in d:
+        return ("SGLang bench_serving output (python -m sglang.bench_serving), not vllm bench serve; it is not an "
+                "import format (SGLang speculative sweeps: scripts/playground/bench_speculative.py JSONL)")
+    return None
+
+
 def read(path: Path, opts: ReadOptions) -> ParsedFile:
     text = read_text(path)
     docs = json_docs(text, path)
@@ -233,6 +281,9 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         if not isinstance(d.d, dict):
             raise InputError(path, doc.line,
                              f"expected a JSON object (a vllm bench serve result), got {type(d.d).__name__}")
+        foreign = _foreign_shape(d.d)
+        if foreign:
+            raise InputError(path, doc.line, foreign)
         missing = [k for k in REQUIRED if k not in d.d]
         if missing:
             raise InputError(path, doc.line, f"not a vllm bench serve result: missing {', '.join(missing)}")
@@ -244,9 +295,14 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
             raise d.fail("completed", "'completed' must be a whole number of requests")
         legacy = "request_goodput:" in d.d or "request_goodput" not in d.d
         shapes.add("legacy" if legacy else "current")
-        headline = _headline(d)
+        empty: set[str] = set()
+        headline = _headline(d, empty)
         n = _request_count(d)
         where = f"line {doc.line}" if len(docs) > 1 else ""
+        if empty and completed:
+            names = ", ".join(k.upper() for k in LATENCIES if k in empty)
+            parsed.warnings.append(f"{where or 'file'}: {names} statistics are 0 ms, vLLM's value for an empty "
+                                   "sample (e.g. no request longer than one token); not stored")
         if n:
             requests, itl_ms = _requests(d, n)
             if d.d.get("ttfts") is None:
@@ -262,9 +318,17 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
             headline.update(n_requests=int(completed + failed), n_failed=int(failed))
             parsed.warnings.append(f"{where or 'file'}: no per-request arrays (saved without --save-detailed): "
                                    "headline numbers stored as given, no confidence intervals")
-        key, gpu_count = dims.resolve(_found_dims(d, headline), opts.overrides, parsed.warnings, where)
+        hints: dict[str, str] = {}
+        if "concurrency" not in opts.overrides and d.d.get("max_concurrency", 0) is None:
+            hints["concurrency"] = ("'max_concurrency' is null (no client-side limit; request_rate "
+                                    f"{_rate(d.d.get('request_rate'))})")
+        key, gpu_count = dims.resolve(_found_dims(d, headline), opts.overrides, parsed.warnings, where, hints)
         if gpu_count and headline.get("output_throughput") is not None:
             headline["output_throughput_per_gpu"] = headline["output_throughput"] / gpu_count
+        status, error = "ok", None
+        if not completed:  # vLLM still writes the file when every request failed ("All requests failed")
+            status, error = "failed", _failure(d.d, n)
+            parsed.warnings.append(f"{where or 'file'}: {error}; stored as a failed cell")
         if key.cell_id in seen:
             raise InputError(path, doc.line, f"same cell as the result on line {seen[key.cell_id]} "
                              f"({key.method}:{key.depth}, concurrency {key.concurrency}); tell them apart "
@@ -272,12 +336,12 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         seen[key.cell_id] = doc.line
         gpus.add(key.gpu)
         parsed.cells.append(ParsedCell(key=key, requests=requests, window_s=duration, gpu_count=gpu_count,
-                                       itl_ms=itl_ms, headline=headline))
+                                       itl_ms=itl_ms, headline=headline, status=status, error=error))
         goodput = d.d.get("request_goodput", d.d.get("request_goodput:"))
         parsed.summary.setdefault("results", []).append({
             "line": doc.line, "cell_id": key.cell_id, "method": key.method, "depth": key.depth,
             "concurrency": key.concurrency, "requests": n or 0, "request_goodput": finite(goodput),
-            "request_rate": d.d.get("request_rate"), "date": d.d.get("date"),
+            "request_rate": _rate(d.d.get("request_rate")), "date": d.d.get("date"), "status": status,
         })
     parsed.summary["shape"] = "+".join(sorted(shapes))
     first = docs[0].value

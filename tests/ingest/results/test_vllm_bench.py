@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -191,3 +192,161 @@ def test_latency_only_results_mark_zero_latency_requests_failed(empty_db: Path, 
     assert [(r["request_index"], r["e2e_ms"]) for r in reqs] == [(3, None)]
     cell = _rows(empty_db, "SELECT n_requests, n_failed FROM cells")[0]
     assert (cell["n_requests"], cell["n_failed"]) == (len(doc["latencies"]), 1)
+
+
+def _strict_json(text: str) -> dict:
+    """The CLI's report as a strict JSON reader (jq, JavaScript) sees it: no NaN/Infinity literals."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"non-standard JSON constant {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def _percentile_stats(doc: dict, metric: str, value: float) -> None:
+    """Set every statistic vLLM writes for ``metric`` (mean/median/std/pNN_<metric>_ms)."""
+    stat = re.compile(rf"(mean|median|std|p\d+(\.\d+)?)_{metric}_ms")
+    for key in [k for k in doc if stat.fullmatch(k)]:
+        doc[key] = value
+
+
+def test_every_request_failed_lands_a_failed_cell(empty_db: Path, tmp_path: Path) -> None:
+    """vllm/benchmarks/serve.py writes the result even when every request failed ("All requests failed"):
+    success=False outputs keep ttft/latency 0.0, itl [], output_len 0, and every statistic is computed over
+    `[] or 0` = 0 ms. That is a failed cell, not a cell with 0 ms latencies (and the import must not crash)."""
+    doc = json.loads(CURRENT.read_text())
+    n = len(doc["ttfts"])
+    err = "Traceback (most recent call last):\n  ...\naiohttp.client_exceptions.ClientConnectorError: Connect refused\n"
+    doc.update(completed=0, failed=n, total_output_tokens=0, output_throughput=0.0, request_throughput=0.0,
+               total_token_throughput=0.0, output_lens=[0] * n, ttfts=[0.0] * n, itls=[[] for _ in range(n)],
+               latencies=[0.0] * n, errors=[err] * n, generated_texts=[""] * n)
+    for metric in ("ttft", "tpot", "itl", "e2el"):
+        _percentile_stats(doc, metric, 0.0)
+    for k in [k for k in doc if k.startswith("spec_decode_")]:
+        doc.pop(k)
+    path = tmp_path / "all_failed.json"
+    path.write_text(json.dumps(doc))
+    out = _import(empty_db, str(path))["files"][0]
+    assert out["rows"] == 1 and out["summary"]["results"][0]["status"] == "failed"
+    assert any(f"all {n} requests failed: aiohttp.client_exceptions.ClientConnectorError" in w
+               for w in out["warnings"])
+    cell = _rows(empty_db, "SELECT * FROM cells")[0]
+    assert cell["status"] == "failed" and cell["error"].startswith(f"all {n} requests failed: aiohttp")
+    assert (cell["n_requests"], cell["n_failed"]) == (n, n)
+    for col in ("p50_ttft_ms", "p99_ttft_ms", "p99_tpot_ms", "p99_itl_ms", "p99_e2e_ms", "mean_ttft_ms",
+                "mean_e2e_ms"):
+        assert cell[col] is None, col  # not the 0 ms vLLM computes over an empty sample
+    assert _rows(empty_db, "SELECT count(*) AS n FROM requests WHERE ok")[0]["n"] == 0
+    assert _rows(empty_db, "SELECT count(*) AS n FROM cell_bootstrap")[0]["n"] == 0
+
+
+def test_zero_ms_statistics_of_empty_samples_are_not_stored(empty_db: Path, tmp_path: Path) -> None:
+    """`--max-tokens 1`-style runs: no request has > 1 output token, so vLLM's TPOT list and ITL list are
+    empty and it writes mean/median/p99 = 0.0 ms. Those are not measured latencies."""
+    doc = json.loads(SWEEP.read_text().splitlines()[0])
+    for metric in ("tpot", "itl"):
+        _percentile_stats(doc, metric, 0.0)
+    path = tmp_path / "one_token.json"
+    path.write_text(json.dumps(doc))
+    out = _import(empty_db, str(path))["files"][0]
+    assert any("TPOT, ITL statistics are 0 ms" in w for w in out["warnings"]), out["warnings"]
+    cell = _rows(empty_db, "SELECT * FROM cells")[0]
+    assert (cell["p99_tpot_ms"], cell["p50_tpot_ms"], cell["mean_tpot_ms"], cell["p99_itl_ms"]) == (
+        None, None, None, None)
+    assert cell["p99_ttft_ms"] == doc["p99_ttft_ms"] and cell["p50_ttft_ms"] == doc["median_ttft_ms"]
+
+
+def test_request_rate_infinity_keeps_the_report_strict_json(empty_db: Path, tmp_path: Path) -> None:
+    """A float inf request_rate / burstiness is written by json.dump as the bare literal `Infinity` (vLLM
+    writes the string "inf" for request_rate, older scripts and --burstiness inf the float)."""
+    doc = json.loads(SWEEP.read_text().splitlines()[0])
+    doc["request_rate"], doc["burstiness"] = float("inf"), float("inf")
+    path = tmp_path / "infinity.json"
+    path.write_text(json.dumps(doc))
+    assert "Infinity" in path.read_text()
+    res = cli("ingest", "results", str(path), "--db", str(empty_db), "--json")
+    assert res.returncode == 0, res.stderr
+    out = _strict_json(res.stdout)["files"][0]
+    assert out["summary"]["results"][0]["request_rate"] == "inf"
+    assert _rows(empty_db, "SELECT output_throughput FROM cells")[0]["output_throughput"] == doc["output_throughput"]
+
+
+def test_null_max_concurrency_says_so(empty_db: Path, tmp_path: Path) -> None:
+    doc = json.loads(SWEEP.read_text().splitlines()[0])
+    doc["max_concurrency"] = None  # vllm bench serve without --max-concurrency
+    path = tmp_path / "no_limit.json"
+    path.write_text(json.dumps(doc))
+    out = _import(empty_db, str(path))["files"][0]
+    assert any("'max_concurrency' is null (no client-side limit; request_rate inf); stored as 0" in w
+               for w in out["warnings"]), out["warnings"]
+    assert not any("concurrency not in the file" in w for w in out["warnings"])
+    assert _rows(empty_db, "SELECT concurrency FROM cells")[0]["concurrency"] == 0
+    other = tmp_path / "other.duckdb"
+    again = _import(other, str(path), "--set", "concurrency=64")["files"][0]
+    assert not any("max_concurrency" in w for w in again["warnings"])
+    assert _rows(other, "SELECT concurrency FROM cells")[0]["concurrency"] == 64
+
+
+def test_v03_request_inthroughput_spelling(empty_db: Path, tmp_path: Path) -> None:
+    """benchmarks/benchmark_serving.py before v0.4 saved request throughput as `request_inthroughput`,
+    with only headline figures (no per-request arrays)."""
+    doc = {"date": "20240301-120000", "backend": "vllm", "version": "N/A", "model_id": "meta-llama/Llama-2-7b-hf",
+           "tokenizer_id": "meta-llama/Llama-2-7b-hf", "best_of": 1, "use_beam_search": False, "num_prompts": 200,
+           "request_rate": "inf", "duration": 61.2, "completed": 200, "total_input_tokens": 45000,
+           "total_output_tokens": 41000, "request_inthroughput": 3.2679, "input_throughput": 735.29,
+           "output_throughput": 669.93, "mean_ttft_ms": 2100.5, "median_ttft_ms": 1900.2, "p99_ttft_ms": 5200.1,
+           "mean_tpot_ms": 55.3, "median_tpot_ms": 52.1, "p99_tpot_ms": 120.7}
+    path = tmp_path / "v03.json"
+    path.write_text(json.dumps(doc))
+    _import(empty_db, str(path), "--set", "method=none", "--set", "concurrency=200")
+    cell = _rows(empty_db, "SELECT * FROM cells")[0]
+    assert cell["request_throughput"] == doc["request_inthroughput"]
+    assert (cell["output_throughput"], cell["p50_ttft_ms"], cell["p99_tpot_ms"]) == (
+        doc["output_throughput"], doc["median_ttft_ms"], doc["p99_tpot_ms"])
+    assert (cell["n_requests"], cell["n_failed"]) == (200, 0)
+
+
+def _pooling_result() -> dict:
+    """vllm/benchmarks/serve.py, TaskType.POOLING: no output tokens, no output_throughput."""
+    return {"date": "20260301-101010", "endpoint_type": "openai-embeddings", "backend": "openai-embeddings",
+            "label": None, "model_id": "BAAI/bge-m3", "tokenizer_id": "BAAI/bge-m3", "num_prompts": 4,
+            "request_rate": "inf", "burstiness": 1.0, "max_concurrency": None, "duration": 1.2, "completed": 4,
+            "total_input_tokens": 400, "total_input_sequences": 4, "request_throughput": 3.3,
+            "input_sequence_throughput": 3.3, "total_token_throughput": 333.3, "latencies": [0.1] * 4,
+            "queue_times": [0.0] * 4, "mean_e2el_ms": 100.0, "median_e2el_ms": 100.0, "std_e2el_ms": 0.0,
+            "p99_e2el_ms": 100.0}
+
+
+def _sglang_bench_serving() -> dict:
+    """python -m sglang.bench_serving --output-file: vLLM-like throughput keys, its own latency keys."""
+    return {"backend": "sglang", "dataset_name": "random", "request_rate": "inf", "max_concurrency": 16,
+            "duration": 50.2, "completed": 64, "total_input_tokens": 65536, "total_output_tokens": 65536,
+            "total_output_tokens_retokenized": 65500, "request_throughput": 1.27, "input_throughput": 1305.5,
+            "output_throughput": 1305.5, "mean_e2e_latency_ms": 12000.0, "median_e2e_latency_ms": 11900.0,
+            "p99_e2e_latency_ms": 12800.0, "mean_ttft_ms": 150.0, "median_ttft_ms": 140.0, "p99_ttft_ms": 250.0,
+            "concurrency": 15.37, "accept_length": 2.61}
+
+
+def _pytorch_records() -> list:
+    """vllm/benchmarks/lib/utils.py convert_to_pytorch_benchmark_format: one record per metric."""
+    doc = json.loads(SWEEP.read_text().splitlines()[0])
+    extra = {k: v for k, v in doc.items() if k != "p99_ttft_ms"}
+    return [{"benchmark": {"name": "vLLM benchmark", "extra_info": {"args": {"model": doc["model_id"]}}},
+             "model": {"name": doc["model_id"]},
+             "metric": {"name": "p99_ttft_ms", "benchmark_values": [doc["p99_ttft_ms"]], "extra_info": extra}}]
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("embed.json", _pooling_result, "a vllm bench serve result of a pooling (embedding/score) model"),
+    ("sglang_serving.jsonl", _sglang_bench_serving, "SGLang bench_serving output (python -m sglang.bench_serving)"),
+    ("run.pytorch.json", _pytorch_records, "vLLM's PyTorch-benchmark-format copy of a result"),
+])
+def test_look_alike_files_are_refused_with_what_they_are(name: str, content, message: str, tmp_path: Path) -> None:
+    path = tmp_path / name
+    path.write_text(json.dumps(content()))
+    db = tmp_path / "store.duckdb"
+    res = cli("ingest", "results", str(path), "--db", str(db))
+    assert res.returncode == 2 and res.stdout == ""
+    err = res.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: {path}:1: {message}"), err
+    if name.endswith(".pytorch.json"):
+        assert err.endswith("import the result file itself (run.json)")
+    assert not db.exists() or counts(db)["cells"] == 0
