@@ -13,6 +13,10 @@ import polars as pl
 from ingest.traces.timeparse import EXAMPLE, datetime_seconds
 
 MAX_LABEL_CHARS = 256
+# Control characters (C0, DEL, C1) and bidi embeddings/overrides/isolates: in a label they garble tables or
+# spoof what a chart shows (a tenant name rendered right-to-left), so a label holding one is refused, as
+# ``--set`` values are (ingest/results/dims.py).
+LABEL_FORBIDDEN = r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 MAX_ABS_SECONDS = 1e12  # ~31,700 years: anything bigger is a wrong unit or garbage
 UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds"}
@@ -138,6 +142,10 @@ def check_labels(col: pl.Series, what: str, *, lower: bool) -> pl.Series:
     row = _first(text.str.len_chars() > MAX_LABEL_CHARS)
     if row is not None:
         raise BadValue(row, f"{what} is longer than {MAX_LABEL_CHARS} characters; expected a short label")
+    row = _first(text.str.contains(LABEL_FORBIDDEN))
+    if row is not None:
+        raise BadValue(row, f"{what} {_show(col[row])} contains a control or bidi-override character; "
+                            "expected a printable label")
     return text.str.to_lowercase() if lower else text
 
 

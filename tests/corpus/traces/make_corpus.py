@@ -86,6 +86,7 @@ TEXT: dict[str, str | bytes] = {
     "generic_partial_timestamps.csv": "timestamp_s,input_tokens,output_tokens\n0.5,1,2\n,1,2\n",
     "generic_bare_timestamp_numeric.csv": "timestamp,input_tokens,output_tokens\n1,2,3\n",
     "generic_label_too_long.csv": "input_tokens,output_tokens,tenant\n1,2," + "x" * 300 + "\n",
+    "generic_label_bidi_override.csv": "input_tokens,output_tokens,tenant\n1,2,acme\n3,4,evil\u202eexe.txt\n",
     "json_extension_not_json.jsonl": AZ + ROW1,
     "mooncake_truncated.jsonl": MC % (0, 10, 5) + MC % (10, 11, 6) + '{"timestamp": 20, "input_len',
     "mooncake_list_line.jsonl": MC % (0, 10, 5) + "[1, 2, 3]\n",
