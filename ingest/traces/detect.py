@@ -1,7 +1,8 @@
 """Format auto-detection: magic bytes, then the first character, then header names / first keys.
 
 Order: Parquet magic -> ``parquet``; a JSON list (``[`` first) -> ``sharegpt``; JSON objects per
-line -> ``mooncake`` (``input_length`` + ``output_length``), ``specbench`` (``turns``) or ``jsonl``
+line -> ``mooncake`` (``input_length`` + ``output_length``), ``specbench`` (``turns``), ``sharegpt``
+(``conversations``: the JSON Lines variant) or ``jsonl``
 (vLLM custom ``prompt``, or well-known count names); otherwise a CSV header -> ``azure``
 (``TIMESTAMP,ContextTokens,GeneratedTokens``), ``burstgpt`` (``Timestamp,Model,Request tokens,
 Response tokens``) or ``csv`` (well-known names). A column mapping skips the known formats and
@@ -46,8 +47,7 @@ def _detect_jsonl(src: Source, mapping: TraceMapping | None) -> str:
     if "turns" in keys:
         return "specbench"
     if "conversations" in keys:
-        raise src.fail(line, "one ShareGPT conversation per line is not supported; expected a JSON list of "
-                             "conversations (ShareGPT), or JSONL with prompt / input_length / turns keys")
+        return "sharegpt"  # the JSON Lines variant: one conversation per line
     try:
         if infer_mapping(sorted(keys)) is not None:
             return "jsonl"

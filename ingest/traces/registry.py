@@ -48,7 +48,7 @@ FORMATS: dict[str, TraceFormat] = {
         TraceFormat("azure", read_azure, "csv", False, "Azure LLM inference trace 2023/2024 (CSV)"),
         TraceFormat("burstgpt", read_burstgpt, "csv", False, "BurstGPT trace, 6- or 8-column release (CSV)"),
         TraceFormat("mooncake", read_mooncake, "jsonl", False, "Mooncake FAST'25 trace (JSONL)"),
-        TraceFormat("sharegpt", read_sharegpt, "json", False, "ShareGPT conversation list (JSON)"),
+        TraceFormat("sharegpt", read_sharegpt, "json", False, "ShareGPT conversations: a JSON list, or one per line (JSONL)"),
         TraceFormat("jsonl", read_generic_jsonl, "jsonl", True, "vLLM custom dataset or mapped JSONL"),
         TraceFormat("specbench", read_specbench, "jsonl", False, "Spec-Bench question.jsonl"),
         TraceFormat("csv", read_generic_csv, "csv", True, "generic CSV with a column mapping"),

@@ -5,7 +5,8 @@ A JSON *document*: a top-level list of ``{"id": str, "conversations": [{"from": 
 request: prompt = the human text (earlier turns are not prepended), input and output tokens
 *estimated* (:mod:`ingest.traces.tokens`) from the human and the model text. System turns are
 ignored; a human or model turn without its partner is dropped and counted (``unpaired_turns``).
-``user``/``assistant`` (and ``chatgpt``/``bard``/``bing``) are accepted as role aliases.
+``user``/``assistant`` (and ``chatgpt``/``bard``/``bing``) are accepted as role aliases. The JSON Lines
+variant many ShareGPT-derived datasets ship (one conversation object per line) is read the same way.
 
 The list is decoded one conversation at a time from a sliding text window (``raw_decode``), so
 memory holds one conversation plus the extracted columns, never the whole parsed document; the
@@ -118,36 +119,45 @@ def read_sharegpt(src: Source, mapping: TraceMapping | None, limits: Limits) -> 
     answers: list[str] = []
     lines: list[int] = []
     unpaired = 0
+    def take(conv: Any, line: int) -> None:
+        nonlocal unpaired
+        turns = _turns(src, conv, line)
+        i = 0
+        while i < len(turns):
+            role, text = turns[i]
+            if role in HUMAN and i + 1 < len(turns) and turns[i + 1][0] in MODEL:
+                prompts.append(text)
+                answers.append(turns[i + 1][1])
+                lines.append(line)
+                i += 2
+                continue
+            unpaired += role in HUMAN or role in MODEL
+            i += 1
+
     try:
-        if stream.skip_ws() != "[":
-            raise src.fail(stream.line_at(stream.pos), "expected a JSON list of conversations ('[' first)")
-        stream.pos += 1
-        first = True
-        while True:
-            ch = stream.skip_ws()
-            if ch == "]":
-                stream.pos += 1
-                break
-            if not first:
-                if ch != ",":
-                    raise src.fail(stream.line_at(stream.pos), "expected ',' or ']' between conversations")
-                stream.pos += 1
-                stream.skip_ws()
-            first = False
-            conv, line = stream.element(decoder)
-            turns = _turns(src, conv, line)
-            i = 0
-            while i < len(turns):
-                role, text = turns[i]
-                if role in HUMAN and i + 1 < len(turns) and turns[i + 1][0] in MODEL:
-                    prompts.append(text)
-                    answers.append(turns[i + 1][1])
-                    lines.append(line)
-                    i += 2
-                    continue
-                unpaired += role in HUMAN or role in MODEL
-                i += 1
-        if stream.skip_ws() != "":
+        first_char = stream.skip_ws()
+        if first_char == "{":  # JSON Lines: one conversation object per line
+            while stream.skip_ws() != "":
+                take(*stream.element(decoder))
+        elif first_char != "[":
+            raise src.fail(stream.line_at(stream.pos), "expected a JSON list of conversations ('[' first) "
+                                                       "or one conversation object per line")
+        else:
+            stream.pos += 1
+            first = True
+            while True:
+                ch = stream.skip_ws()
+                if ch == "]":
+                    stream.pos += 1
+                    break
+                if not first:
+                    if ch != ",":
+                        raise src.fail(stream.line_at(stream.pos), "expected ',' or ']' between conversations")
+                    stream.pos += 1
+                    stream.skip_ws()
+                first = False
+                take(*stream.element(decoder))
+        if first_char == "[" and stream.skip_ws() != "":
             raise src.fail(stream.line_at(stream.pos), "unexpected data after the closing ']'")
     except UnicodeDecodeError:
         raise src.fail(stream.line, "invalid UTF-8; expected UTF-8 text") from None

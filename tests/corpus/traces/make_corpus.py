@@ -108,7 +108,7 @@ TEXT: dict[str, str | bytes] = {
     "specbench_turn_not_string.jsonl": '{"question_id": 81, "category": "coding", "turns": ["a", {"t": 1}]}\n',
     "sharegpt_truncated.json": sharegpt([GOOD_CONV, GOOD_CONV])[:-40],
     "sharegpt_deep_nesting.json": "[\n" + "[" * 100_000 + "\n",
-    "sharegpt_not_list.json": json.dumps(GOOD_CONV) + "\n",
+    "sharegpt_not_list.json": "\"conversations\"\n",
     "sharegpt_value_not_text.json": sharegpt([GOOD_CONV, {"id": "b_0", "conversations": [
         {"from": "human", "value": "hi"}, {"from": "gpt", "value": 42}]}]),
     "sharegpt_missing_conversations.json": sharegpt([GOOD_CONV, {"id": "c_0", "turns": []}]),

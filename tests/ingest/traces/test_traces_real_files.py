@@ -127,6 +127,20 @@ def test_a_sharegpt_document_on_one_line_is_read_whatever_the_line_cap(tmp_path:
     assert info.value.line == 1
 
 
+def test_sharegpt_as_json_lines_reads_like_the_list(tmp_path: Path) -> None:
+    """Many ShareGPT-derived datasets ship one conversation object per line; same requests, same lines."""
+    listing = read_trace(write(tmp_path, "sharegpt.json", json.dumps(CONVS)))
+    lines = write(tmp_path, "sharegpt.jsonl", "".join(json.dumps(c) + "\n" for c in CONVS))
+    assert detect_format(lines) == "sharegpt"
+    tf = read_trace(lines)
+    assert tf.format == "sharegpt"
+    assert tf.frame.drop("request_index").equals(listing.frame.drop("request_index"))
+    bad = write(tmp_path, "bad.jsonl", json.dumps(CONVS[0]) + "\n" + '{"conversations": [{"from": 1}]}\n')
+    with pytest.raises(InputError, match="turn 1") as info:
+        read_trace(bad)
+    assert info.value.line == 2
+
+
 @pytest.mark.parametrize("name", ["BurstGPT_1.csv", "conversation_trace.jsonl", "generic.parquet",
                                   "sharegpt.json", "BurstGPT_1.csv.gz"])
 def test_a_git_lfs_pointer_is_named_not_parsed(tmp_path: Path, name: str) -> None:
