@@ -78,7 +78,6 @@ def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) ->
     from ingest.cli_trace import read_assigned
     from ingest.trace_store import store_trace
     from ingest.traces import detect_format
-    from ingest.traces.azure import workload_from_name
 
     bar = st.progress(0.0, text="Receiving the upload…")
     tmp = Path(tempfile.mkdtemp(prefix="spectune-upload-"))
@@ -93,8 +92,6 @@ def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) ->
         # An upload may inflate (.gz) to at most 10× the upload cap: a zip bomb stops early, not at 4 GiB.
         limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10 * MAX_UPLOAD_MB * 1024 * 1024)
         kind = detect_format(path, mapping, limits) if fmt == "auto" else fmt
-        if workload is None and kind == "azure":  # the Azure file says code/conv only in its name
-            workload = workload_from_name(up.name)
         bar.progress(0.45, text="Reading and validating every request…")
         tf, assignment = read_assigned(path, kind, workload, mapping, _safe_name(up.name), limits)
         bar.progress(0.8, text="Storing the trace…")
@@ -112,12 +109,10 @@ def _ingest_sample(file: str) -> tuple[str, bool]:
     from ingest.cli_trace import read_assigned
     from ingest.trace_store import store_trace
     from ingest.traces import detect_format
-    from ingest.traces.azure import workload_from_name
 
     path = SAMPLES_DIR / file
     kind = detect_format(path, None, DEFAULT_LIMITS)
-    workload = workload_from_name(file) if kind == "azure" else None
-    tf, assignment = read_assigned(path, kind, workload, None, f"sample {file}", DEFAULT_LIMITS)
+    tf, assignment = read_assigned(path, kind, None, None, f"sample {file}", DEFAULT_LIMITS)
     with store.session(data.db_path()) as con:
         return store_trace(con, tf, assignment=assignment, source_path=str(path))
 

@@ -22,6 +22,7 @@ COLUMNS = {"timestamp": "TIMESTAMP", "input_tokens": "ContextTokens", "output_to
 
 
 def workload_from_name(name: str) -> str | None:
+    """Azure publishes one file per workload and says which only in the name (``..._code``, ``..._conv``)."""
     stem = name.lower()
     if "code" in stem:
         return "code"
@@ -34,5 +35,4 @@ def read_azure(src: Source, mapping: TraceMapping | None, limits: Limits) -> Raw
     header = read_header(src)
     raw = scan_columns(src, header, require_columns(src, header, COLUMNS, "an Azure LLM inference trace"))
     raw.timestamp_unit, raw.timestamp_required = "datetime", True
-    raw.workload_hint = workload_from_name(src.path.name)
     return raw

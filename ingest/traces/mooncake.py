@@ -5,7 +5,9 @@ Source: github.com/kvcache-ai/Mooncake, ``FAST25-release/traces/{conversation,to
 ``{"timestamp": <ms since the first request, int>, "input_length": int, "output_length": int,
 "hash_ids": [int, ...]}``. ``hash_ids`` are 512-token prefix-block ids (shared ids = shared KV prefix);
 re-scoring does not model prefix caching, so they are not read. Extra keys are ignored; a trace
-without ``timestamp`` (some derived Mooncake-style files) reads with null arrival times.
+without ``timestamp`` (some derived Mooncake-style files) reads with null arrival times. Like Azure's,
+the workload is only in the file name: ``conversation_trace`` is chat; the tool-agent and synthetic
+traces fit none of code/chat/reasoning and stay unlabelled (the prompt classifier has no text to use).
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ KEYS = {
     "input_tokens": ("input_length", "number"),
     "output_tokens": ("output_length", "number"),
 }
+
+
+def workload_from_name(name: str) -> str | None:
+    return "chat" if "conversation" in name.lower() else None
 
 
 def read_mooncake(src: Source, mapping: TraceMapping | None, limits: Limits) -> RawTable:

@@ -15,12 +15,14 @@ from pathlib import Path
 
 from ingest.errors import InputError
 from ingest.traces.azure import read_azure
+from ingest.traces.azure import workload_from_name as azure_workload
 from ingest.traces.burstgpt import read_burstgpt
 from ingest.traces.detect import detect_kind
 from ingest.traces.generic import read_generic_csv, read_generic_jsonl
 from ingest.traces.limits import DEFAULT_LIMITS, Limits
 from ingest.traces.mapping import TraceMapping
 from ingest.traces.mooncake import read_mooncake
+from ingest.traces.mooncake import workload_from_name as mooncake_workload
 from ingest.traces.normalise import RawTable, normalise
 from ingest.traces.parquet import read_parquet
 from ingest.traces.schema import TraceFrame
@@ -48,7 +50,7 @@ FORMATS: dict[str, TraceFormat] = {
         TraceFormat("azure", read_azure, "csv", False, "Azure LLM inference trace 2023/2024 (CSV)"),
         TraceFormat("burstgpt", read_burstgpt, "csv", False, "BurstGPT trace, 6- or 8-column release (CSV)"),
         TraceFormat("mooncake", read_mooncake, "jsonl", False, "Mooncake FAST'25 trace (JSONL)"),
-        TraceFormat("sharegpt", read_sharegpt, "json", False, "ShareGPT conversations: a JSON list, or one per line (JSONL)"),
+        TraceFormat("sharegpt", read_sharegpt, "json", False, "ShareGPT conversations (JSON list or JSONL)"),
         TraceFormat("jsonl", read_generic_jsonl, "jsonl", True, "vLLM custom dataset or mapped JSONL"),
         TraceFormat("specbench", read_specbench, "jsonl", False, "Spec-Bench question.jsonl"),
         TraceFormat("csv", read_generic_csv, "csv", True, "generic CSV with a column mapping"),
@@ -56,6 +58,8 @@ FORMATS: dict[str, TraceFormat] = {
     )
 }
 FORMAT_CHOICES: tuple[str, ...] = ("auto", *FORMATS)
+# Formats whose files say their workload only in the file name (a hint below an explicit --workload).
+NAME_HINTS: dict[str, Callable[[str], str | None]] = {"azure": azure_workload, "mooncake": mooncake_workload}
 
 
 def read_trace(
@@ -92,6 +96,9 @@ def read_trace(
             raw = spec.reader(src, mapping, limits)
         except RecursionError:  # a reader's own recursion on pathological input: still bad input
             raise InputError(path, 0, "input nested too deeply to read") from None
+        if raw.workload_hint is None and (hint := NAME_HINTS.get(kind)):
+            # the display name first: an upload is read from a temp file whose own name says nothing
+            raw.workload_hint = hint(name or "") or hint(path.name)
         frame, dropped, warnings = normalise(path, raw, limits, workload)
         return TraceFrame(
             frame=frame,

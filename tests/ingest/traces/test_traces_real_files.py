@@ -179,3 +179,26 @@ def test_pretty_printed_json_read_as_json_lines_says_what_it_is(tmp_path: Path) 
     with pytest.raises(InputError, match=r"got a list$") as info:
         read_trace(write(tmp_path, "mixed.jsonl", MOONCAKE + "[1, 2]\n"), "mooncake")
     assert info.value.line == 4
+
+
+@pytest.mark.parametrize(("file", "name", "workload"), [
+    ("conversation_trace.jsonl", None, "chat"),
+    ("toolagent_trace.jsonl", None, None),
+    ("synthetic_trace.jsonl", None, None),
+    ("upload.jsonl", "conversation_trace.jsonl", "chat"),  # an upload: the display name says it
+])
+def test_mooncake_workload_comes_from_the_file_name(tmp_path: Path, file: str, name: str | None,
+                                                    workload: str | None) -> None:
+    tf = read_trace(write(tmp_path, file, MOONCAKE), name=name)
+    assert tf.format == "mooncake" and set(tf.frame.get_column("workload").to_list()) == {workload}
+    # an explicit workload wins over the name
+    assert set(read_trace(tmp_path / file, workload="code", name=name).frame["workload"]) == {"code"}
+
+
+def test_azure_workload_from_the_display_name_or_the_path(tmp_path: Path) -> None:
+    data = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+    upload = write(tmp_path, "upload.csv", data)
+    assert read_trace(upload).frame["workload"].to_list() == [None]
+    assert read_trace(upload, name="AzureLLMInferenceTrace_code.csv").frame["workload"].to_list() == ["code"]
+    real = write(tmp_path, "AzureLLMInferenceTrace_conv_1week.csv", data)
+    assert read_trace(real, name="prod week 12").frame["workload"].to_list() == ["chat"]
