@@ -22,10 +22,14 @@ LINE_H = 16  # label line height at theme.FONT_SIZE
 TIE_SLOTS = 8  # a tie cell is hatched: stripes cycling through the tied methods, every other one lighter
 
 
+SIM_NOTE = "SIMULATED DATA: spectune's calibrated simulator (backend sim), not measurements on real GPUs"
+
+
 def method_color(present: list[str] | None = None, title: str = "method", legend: bool = True) -> alt.Color:
+    # symbolOpacity 1: a legend otherwise takes the opacity of the faintest layer (a 95 % band) and fades out
     domain, rng = theme.scale_domain_range(present or [])
     return alt.Color("method:N", scale=alt.Scale(domain=domain, range=rng), title=title,
-                     legend=alt.Legend(orient="right") if legend else None)
+                     legend=alt.Legend(orient="right", symbolOpacity=1) if legend else None)
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
@@ -144,12 +148,33 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
                         anchor="start"))
 
 
-def finish(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+def finish(chart: alt.TopLevelMixin, *, export: bool = False, simulated: bool = False) -> alt.TopLevelMixin:
     """Top-level configuration for a chart shown or exported on its own (not inside a report concat).
 
     ``autosize: pad`` keeps each view at its declared size and grows the chart around it; Streamlit's
-    default squeezes title, axes and legend into the declared width × height, shrinking the cells."""
-    return chart.configure_view(stroke=None).properties(autosize=alt.AutoSizeParams(type="pad"))
+    default squeezes title, axes and legend into the declared width × height, shrinking the cells.
+
+    ``export``: a file for a slide or a report — white background, a margin, fonts a size up, and, when
+    ``simulated``, :data:`SIM_NOTE` above the chart (a picture travels without the page's banner)."""
+    if simulated:
+        chart = alt.vconcat(chart, title=alt.Title(SIM_NOTE, anchor="start", orient="top", fontSize=13,
+                                                   fontWeight="bold", color=theme.SIM_COLOR, offset=10))
+    out = chart.configure_view(stroke=None).configure_title(subtitleColor=theme.INK_SOFT).properties(
+        autosize=alt.AutoSizeParams(type="pad"))
+    if export:
+        out = out.properties(background="#FFFFFF", padding=16).configure_axis(
+            labelFontSize=12, titleFontSize=13).configure_legend(labelFontSize=12, titleFontSize=13).configure_header(
+            labelFontSize=13, titleFontSize=13).configure_title(fontSize=16, subtitleFontSize=13,
+                                                                subtitleColor=theme.INK_SOFT)
+    return out
+
+
+def titled(chart: alt.TopLevelMixin, title: str, subtitle: str = "") -> alt.TopLevelMixin:
+    """The chart with a title (left-aligned, like the heatmaps'), for charts whose page shows the title as
+    a heading instead; exports and reports always carry one."""
+    if not title:
+        return chart
+    return chart.properties(title=alt.Title(title, subtitle=subtitle or alt.Undefined, anchor="start"))
 
 
 def candidates_chart(ranked: pl.DataFrame, metric_label: str) -> alt.LayerChart:
@@ -173,7 +198,7 @@ def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "
     y_title = "cumulative acceptance r_i" if value == "acceptance" else "conditional acceptance p_i"
     df = pos.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
     return alt.Chart(df.to_arrow()).mark_line(point=True).encode(
-        x=alt.X("position:O", title="draft position"),
+        x=alt.X("position:O", title="draft position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
         color=method_color(sorted(set(df["method"]))), detail="candidate:N",
         opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
@@ -186,7 +211,7 @@ def positions_grid(pos: pl.DataFrame, value: str = "acceptance") -> alt.FacetCha
     y_title = "cumulative r_i" if value == "acceptance" else "conditional p_i"
     df = pos.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
     return alt.Chart(df.to_arrow()).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
-        x=alt.X("position:O", title="draft position"),
+        x=alt.X("position:O", title="draft position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
         color=method_color(sorted(set(df["method"]))), detail="candidate:N",
         opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
@@ -214,7 +239,7 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
                             pl.col("value"), pl.lit("published").alias("kind"), "source_url")
         data = pl.concat([data, ov], how="diagonal_relaxed")
     present = sorted(set(data["method"].drop_nulls()))
-    base = alt.Chart().encode(x=alt.X("depth:O", title="depth (num_speculative_tokens)"),
+    base = alt.Chart().encode(x=alt.X("depth:O", title="depth (num_speculative_tokens)", axis=alt.Axis(labelAngle=0)),
                               color=method_color(present))
     measured = alt.datum.kind == "measured"
     band = base.transform_filter(measured).mark_area(opacity=0.18).encode(y="ci_low:Q", y2="ci_high:Q")
@@ -224,7 +249,7 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
         tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"),
                  alt.Tooltip("ci_low:Q", format=",.3f"), alt.Tooltip("ci_high:Q", format=",.3f"), "backend:N"])
     pub = base.transform_filter(alt.datum.kind == "published").mark_point(
-        shape="diamond", size=90, filled=True, stroke="#000000", strokeWidth=1).encode(
+        shape="diamond", size=90, filled=True, stroke=theme.INK, strokeWidth=1).encode(
         y="value:Q", tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"), "source_url:N"])
     return alt.layer(band, line, pub, data=data.to_arrow()).properties(width=220, height=170).facet(
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
@@ -234,24 +259,30 @@ def tradeoff_chart(df: pl.DataFrame, latency_label: str) -> alt.FacetChart:
     """Throughput vs tail latency per cell; the Pareto front drawn as a line, its cells ringed."""
     d = df.with_columns(pl.format("{} @c{}", _cand_expr(), "concurrency").alias("candidate"))
     present = sorted(set(d["method"]))
-    base = alt.Chart().encode(x=alt.X("latency:Q", title=latency_label, scale=alt.Scale(type="log")),
-                              y=alt.Y("output_throughput:Q", title="output tok/s", scale=alt.Scale(type="log")))
+    # nice=False: a "nice" log domain rounds out to whole decades and leaves most of each panel empty
+    log = alt.Scale(type="log", nice=False, padding=8)
+    axis = alt.Axis(format="~s", labelFlush=True, gridOpacity=0.6)  # 2k, 10k: neighbouring panels' labels don't collide
+    base = alt.Chart().encode(x=alt.X("latency:Q", title=latency_label, scale=log, axis=axis),
+                              y=alt.Y("output_throughput:Q", title="output tok/s", scale=log, axis=axis))
     pts = base.mark_point(filled=True, size=45, opacity=0.8).encode(
-        color=method_color(present), shape=alt.Shape("concurrency:O", title="concurrency"),
+        color=method_color(present), shape=alt.Shape("concurrency:O", title="concurrency", legend=alt.Legend(
+            symbolFillColor=theme.INK_SOFT, symbolStrokeColor=theme.INK_SOFT)),
         tooltip=["candidate:N", alt.Tooltip("output_throughput:Q", format=",.1f"),
                  alt.Tooltip("latency:Q", format=",.1f"), "on_front:N", "backend:N"])
-    front = base.transform_filter(alt.datum.on_front).mark_line(color="#444444", strokeDash=[4, 3]).encode(
+    front = base.transform_filter(alt.datum.on_front).mark_line(color=theme.INK, strokeDash=[4, 3]).encode(
         order="latency:Q")
-    ring = base.transform_filter(alt.datum.on_front).mark_point(size=160, color="#111111", strokeWidth=1.5)
-    return alt.layer(front, pts, ring, data=d.to_arrow()).properties(width=260, height=200).facet(
-        row=alt.Row("workload:N", title=None), column=alt.Column("family:N", title=None))
+    ring = base.transform_filter(alt.datum.on_front).mark_point(size=160, color=theme.INK, strokeWidth=1.5)
+    # the same grid as Explore and Load (rows = family, columns = workload): it fits the page's width
+    return alt.layer(front, pts, ring, data=d.to_arrow()).properties(width=220, height=170).facet(
+        row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 
 def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str], workloads: list[str]
                   ) -> alt.FacetChart:
     """Per method (best depth on each GPU): ratio B/A by family × workload, diverging around 1."""
-    d = df.with_columns(pl.format("×{}", pl.col("ratio").round(2)).alias("label"))
-    base = alt.Chart().encode(x=alt.X("workload:N", sort=workloads, title=None, axis=alt.Axis(orient="top")),
+    d = df.with_columns(pl.col("ratio").map_elements(lambda r: f"×{r:.2f}", return_dtype=pl.String).alias("label"))
+    base = alt.Chart().encode(x=alt.X("workload:N", sort=workloads, title=None,
+                                      axis=alt.Axis(orient="top", labelAngle=0)),
                               y=alt.Y("family:N", sort=families, title=None))
     rect = base.mark_rect().encode(
         color=alt.Color("ratio:Q", title=f"{gpu_b} / {gpu_a}",
@@ -284,29 +315,23 @@ def speedup_chart(df: pl.DataFrame, best_only: bool = True) -> alt.FacetChart:
     layers = [band, line]
     if best_only:
         layers.append(base.mark_text(dx=7, dy=-7, fontSize=9).encode(y=y, text="depth:Q"))
-    rule = alt.Chart().mark_rule(color="#666666", strokeDash=[3, 3]).encode(y=alt.datum(1.0))
+    rule = alt.Chart().mark_rule(color=theme.INK_SOFT, strokeDash=[3, 3]).encode(y=alt.datum(1.0))
     return alt.layer(*layers, rule, data=df.to_arrow()).properties(width=220, height=170).facet(
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 
-def efficiency_chart(df: pl.DataFrame, value: str, title: str) -> alt.FacetChart:
+def efficiency_chart(df: pl.DataFrame, value: str, axis_title: str) -> alt.FacetChart:
+    """Bars per method, one per GPU (lighter = the first GPU), faceted family × workload; each panel has its
+    own y scale (a small dense model's bars would otherwise flatten every MoE panel): compare within a panel."""
     present = sorted(set(df["method"]))
     return alt.Chart(df.to_arrow()).mark_bar().encode(
         x=alt.X("method:N", sort=theme.methods_in_order(present), title=None),
-        xOffset="gpu:N", y=alt.Y(f"{value}:Q", title=title),
+        xOffset="gpu:N", y=alt.Y(f"{value}:Q", title=axis_title),
         color=method_color(present), opacity=alt.Opacity("gpu:N", scale=alt.Scale(range=[0.55, 1.0])),
         tooltip=["gpu:N", "method:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=",.2f")],
     ).properties(width=200, height=150).facet(row=alt.Row("family:N", title=None),
-                                              column=alt.Column("workload:N", title=None))
-
-
-def text_page(lines: list[str], title: str, width: int = 760) -> alt.Chart:
-    """A page of monospace text as a chart (the PDF report's cover/table pages go through vl-convert too)."""
-    df = pl.DataFrame({"i": list(range(len(lines))), "line": lines or [""]})
-    return alt.Chart(df.to_arrow()).mark_text(align="left", baseline="top", font="monospace", fontSize=10,
-                                              dx=0).encode(
-        x=alt.value(0), y=alt.Y("i:O", axis=None), text="line:N",
-    ).properties(width=width, height=14 * max(len(lines), 1), title=alt.Title(title, anchor="start", fontSize=16))
+                                              column=alt.Column("workload:N", title=None)
+                                              ).resolve_scale(y="independent")
 
 
 BUILDERS: dict[str, Callable[..., alt.TopLevelMixin]] = {
@@ -329,6 +354,27 @@ def spec(kind: str, *args: Any, **kwargs: Any) -> dict:
     return build(kind, *args, **kwargs).to_dict(validate=False)
 
 
+def exported(kind: str, *args: Any, title: str = "", subtitle: str = "", simulated: bool = False,
+             **kwargs: Any) -> alt.TopLevelMixin:
+    """The chart as a file gets it (PNG/SVG/PDF buttons): with ``title`` (for charts whose page shows theirs
+    as a heading, or whose own title does not say which view it is), export styling and, when
+    ``simulated``, the simulated-data label."""
+    return finish(titled(BUILDERS[kind](*args, **kwargs), title, subtitle), export=True, simulated=simulated)
+
+
+def dark_theme() -> bool:
+    try:
+        return st.context.theme.type == "dark"
+    except Exception:  # no browser session (bare mode, AppTest)
+        return False
+
+
+def display(chart_spec: dict, **kwargs: Any) -> Any:
+    """Draw a finished chart's spec in the app, with background ink that reads on the active theme.
+
+    width="content": keep the spec's own cell sizes (stretching a heatmap squeezes its rows and labels)."""
+    return st.vega_lite_chart(theme.for_screen(chart_spec, dark_theme()), width="content", **kwargs)
+
+
 def show(kind: str, *args: Any, key: str, on_select: Any = "ignore", **kwargs: Any) -> None:
-    # width="content": keep the spec's own cell sizes (stretching a heatmap squeezes its rows and labels)
-    st.vega_lite_chart(spec(kind, *args, **kwargs), key=key, on_select=on_select, width="content")
+    display(spec(kind, *args, **kwargs), key=key, on_select=on_select)
