@@ -14,6 +14,7 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from analysis.metrics import METRICS
 from dashboard import theme
 
 SELECTION = "cell"  # name of the heatmap click selection (read back by st.altair_chart on_select)
@@ -143,9 +144,17 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
             color=alt.condition("datum.clear", alt.Color("text_color:N", scale=None), alt.value("#000000"))))
     return alt.layer(solid, hatch, *labels, outline).properties(
         width=CELL_W * max(len(wls), 1), height=CELL_H * max(len(fams), 1),
-        title=alt.Title(f"{gpu} · winner by {metric_label}",
-                        subtitle="hatched = tie: no clear winner at 95 %; stripes show the tied methods",
-                        anchor="start"))
+        title=alt.Title(f"{gpu} · winner by {metric_label}", subtitle=_heatmap_key(doc["metric"]), anchor="start"))
+
+
+def _heatmap_key(metric: str) -> list[str]:
+    """The heatmap's subtitle: how to read a tie and the "% vs none" under each winner. For a lower-is-better
+    metric a bare "+54 %" reads as "54 % more latency", so it says which way it goes."""
+    lines = ["hatched = tie: no clear winner at 95 %; stripes show the tied methods"]
+    m = METRICS.get(metric)
+    if m is not None and not m.higher_is_better:
+        lines.append("% vs none = how much better than no speculation: +50% means none's value is 1.5× the winner's")
+    return lines
 
 
 def finish(chart: alt.TopLevelMixin, *, export: bool = False, simulated: bool = False) -> alt.TopLevelMixin:

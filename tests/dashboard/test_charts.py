@@ -119,3 +119,12 @@ def test_background_ink_reads_on_both_themes(built: dict):
         assert theme.INK not in text and theme.INK_SOFT not in text and ink[theme.INK] in text
     assert theme.SELECTED_STROKE in json.dumps(theme.for_screen(charts.build(
         "winner_heatmap", *built["winner_heatmap"]).to_dict()))  # what is drawn on cells keeps its colour
+
+
+def test_a_lower_is_better_heatmap_says_which_way_its_percentages_go(default_db):
+    with store.session(default_db, read_only=True) as con:
+        doc = winners.winners(con, "p99_tpot_ms", frames.Filters(concurrency=(1,), gpus=("MI300X",)))
+    subtitle = charts.winner_heatmap(doc, "MI300X", ["Qwen"], ["code"], "p99 TPOT (ms)").to_dict()["title"]["subtitle"]
+    assert any("better than no speculation" in line for line in subtitle)
+    tput = charts.winner_heatmap({**doc, "metric": "output_throughput"}, "MI300X", ["Qwen"], ["code"], "tok/s")
+    assert not any("better than" in line for line in tput.to_dict()["title"]["subtitle"])
