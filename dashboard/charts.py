@@ -26,11 +26,21 @@ TIE_SLOTS = 8  # a tie cell is hatched: stripes cycling through the tied methods
 SIM_NOTE = "SIMULATED DATA: spectune's calibrated simulator (backend sim), not measurements on real GPUs"
 
 
-def method_color(present: list[str] | None = None, title: str = "method", legend: bool = True) -> alt.Color:
+def _legend_layout(orient: str) -> dict:
+    if orient == "top":
+        return {"orient": orient, "direction": "horizontal", "titleOrient": "left"}
+    return {"orient": orient}
+
+
+def method_color(present: list[str] | None = None, title: str = "method", legend: bool = True,
+                 orient: str = "right") -> alt.Color:
+    """The method colour channel. The family × workload grids put it on top in the app (on the right of a
+    three-column grid it runs past the page of a 1280-pixel screen, and the legend is what gets cut) and on
+    the right in exports (where a top legend would sit above the title)."""
     # symbolOpacity 1: a legend otherwise takes the opacity of the faintest layer (a 95 % band) and fades out
     domain, rng = theme.scale_domain_range(present or [])
     return alt.Color("method:N", scale=alt.Scale(domain=domain, range=rng), title=title,
-                     legend=alt.Legend(orient="right", symbolOpacity=1) if legend else None)
+                     legend=alt.Legend(**_legend_layout(orient), symbolOpacity=1) if legend else None)
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
@@ -179,11 +189,14 @@ def finish(chart: alt.TopLevelMixin, *, export: bool = False, simulated: bool = 
 
 
 def titled(chart: alt.TopLevelMixin, title: str, subtitle: str = "") -> alt.TopLevelMixin:
-    """The chart with a title (left-aligned, like the heatmaps'), for charts whose page shows the title as
-    a heading instead; exports and reports always carry one."""
+    """The chart with a title (left-aligned, like the heatmaps') replacing its own, for charts whose page
+    shows the title as a heading instead; exports and reports always carry one."""
     if not title:
         return chart
-    return chart.properties(title=alt.Title(title, subtitle=subtitle or alt.Undefined, anchor="start"))
+    # the title goes on a wrapper: a chart's own title sits below its top legend, a wrapper's above it
+    inner = chart.copy(deep=False)
+    inner.title = alt.Undefined
+    return alt.vconcat(inner, title=alt.Title(title, subtitle=subtitle or alt.Undefined, anchor="start"))
 
 
 def candidates_chart(ranked: pl.DataFrame, metric_label: str) -> alt.LayerChart:
@@ -215,14 +228,14 @@ def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "
     ).properties(width=360, height=240, title=title or "Acceptance by draft position")
 
 
-def positions_grid(pos: pl.DataFrame, value: str = "acceptance") -> alt.FacetChart:
+def positions_grid(pos: pl.DataFrame, value: str = "acceptance", legend_orient: str = "top") -> alt.FacetChart:
     """Acceptance by draft position for every (method, depth), faceted family × workload."""
     y_title = "cumulative r_i" if value == "acceptance" else "conditional p_i"
     df = pos.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
     return alt.Chart(df.to_arrow()).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
         x=alt.X("position:O", title="draft position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
-        color=method_color(sorted(set(df["method"]))), detail="candidate:N",
+        color=method_color(sorted(set(df["method"])), orient=legend_orient), detail="candidate:N",
         opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
         tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
     ).properties(width=220, height=150).facet(row=alt.Row("family:N", title=None),
@@ -239,7 +252,8 @@ def latency_chart(samples: pl.DataFrame, column: str = "e2e_ms") -> alt.Chart:
                  title=f"Request {column.replace('_ms', '').upper()} distribution")
 
 
-def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | None = None) -> alt.FacetChart:
+def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | None = None,
+                 legend_orient: str = "top") -> alt.FacetChart:
     """Metric vs depth per method with 95 % bands, faceted family × workload; ``none`` dashed;
     published points (if given) as black-outlined diamonds."""
     data = df.with_columns(pl.lit("measured").alias("kind"), pl.lit(None, pl.String).alias("source_url"))
@@ -249,7 +263,7 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
         data = pl.concat([data, ov], how="diagonal_relaxed")
     present = sorted(set(data["method"].drop_nulls()))
     base = alt.Chart().encode(x=alt.X("depth:O", title="depth (num_speculative_tokens)", axis=alt.Axis(labelAngle=0)),
-                              color=method_color(present))
+                              color=method_color(present, orient=legend_orient))
     measured = alt.datum.kind == "measured"
     band = base.transform_filter(measured).mark_area(opacity=0.18).encode(y="ci_low:Q", y2="ci_high:Q")
     line = base.transform_filter(measured).mark_line(point=True).encode(
@@ -264,7 +278,7 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 
-def tradeoff_chart(df: pl.DataFrame, latency_label: str) -> alt.FacetChart:
+def tradeoff_chart(df: pl.DataFrame, latency_label: str, legend_orient: str = "top") -> alt.FacetChart:
     """Throughput vs tail latency per cell; the Pareto front drawn as a line, its cells ringed."""
     d = df.with_columns(pl.format("{} @c{}", _cand_expr(), "concurrency").alias("candidate"))
     present = sorted(set(d["method"]))
@@ -274,8 +288,9 @@ def tradeoff_chart(df: pl.DataFrame, latency_label: str) -> alt.FacetChart:
     base = alt.Chart().encode(x=alt.X("latency:Q", title=latency_label, scale=log, axis=axis),
                               y=alt.Y("output_throughput:Q", title="output tok/s", scale=log, axis=axis))
     pts = base.mark_point(filled=True, size=45, opacity=0.8).encode(
-        color=method_color(present), shape=alt.Shape("concurrency:O", title="concurrency", legend=alt.Legend(
-            symbolFillColor=theme.INK_SOFT, symbolStrokeColor=theme.INK_SOFT)),
+        color=method_color(present, orient=legend_orient),
+        shape=alt.Shape("concurrency:O", title="concurrency", legend=alt.Legend(
+            **_legend_layout(legend_orient), symbolFillColor=theme.INK_SOFT, symbolStrokeColor=theme.INK_SOFT)),
         tooltip=["candidate:N", alt.Tooltip("output_throughput:Q", format=",.1f"),
                  alt.Tooltip("latency:Q", format=",.1f"), "on_front:N", "backend:N"])
     front = base.transform_filter(alt.datum.on_front).mark_line(color=theme.INK, strokeDash=[4, 3]).encode(
@@ -299,12 +314,12 @@ def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str],
         tooltip=["method:N", "family:N", "workload:N", "depth_a:Q", alt.Tooltip("value_a:Q", format=",.1f"),
                  "depth_b:Q", alt.Tooltip("value_b:Q", format=",.1f"), alt.Tooltip("ratio:Q", format=".3f")])
     text = base.mark_text(fontSize=12, color="#000000").encode(text="label:N")
-    return alt.layer(rect, text, data=d.to_arrow()).properties(width=70 * max(len(workloads), 1),
+    return alt.layer(rect, text, data=d.to_arrow()).properties(width=60 * max(len(workloads), 1),
                                                                height=34 * max(len(families), 1)).facet(
         facet=alt.Facet("method:N", title=None, sort=theme.methods_in_order(list(set(d["method"])))), columns=3)
 
 
-def speedup_chart(df: pl.DataFrame, best_only: bool = True) -> alt.FacetChart:
+def speedup_chart(df: pl.DataFrame, best_only: bool = True, legend_orient: str = "top") -> alt.FacetChart:
     """Speedup over ``none`` vs concurrency per method, with 95 % bands and the break-even line at 1.
 
     ``best_only``: each point is the method's best depth at that load, so one line per method joins them
@@ -314,7 +329,7 @@ def speedup_chart(df: pl.DataFrame, best_only: bool = True) -> alt.FacetChart:
     present = sorted(set(df["method"]))
     detail = {} if best_only else {"detail": "depth:O"}
     base = alt.Chart().encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
-                              color=method_color(present))
+                              color=method_color(present, orient=legend_orient))
     band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q", **detail)
     y = alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False))
     line = base.mark_line(point=True).encode(
@@ -325,20 +340,22 @@ def speedup_chart(df: pl.DataFrame, best_only: bool = True) -> alt.FacetChart:
     if best_only:
         layers.append(base.mark_text(dx=7, dy=-7, fontSize=9).encode(y=y, text="depth:Q"))
     rule = alt.Chart().mark_rule(color=theme.INK_SOFT, strokeDash=[3, 3]).encode(y=alt.datum(1.0))
-    return alt.layer(*layers, rule, data=df.to_arrow()).properties(width=220, height=170).facet(
+    return alt.layer(*layers, rule, data=df.to_arrow()).properties(width=210, height=170).facet(
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 
-def efficiency_chart(df: pl.DataFrame, value: str, axis_title: str) -> alt.FacetChart:
+def efficiency_chart(df: pl.DataFrame, value: str, axis_title: str, legend_orient: str = "top") -> alt.FacetChart:
     """Bars per method, one per GPU (lighter = the first GPU), faceted family × workload; each panel has its
     own y scale (a small dense model's bars would otherwise flatten every MoE panel): compare within a panel."""
     present = sorted(set(df["method"]))
     return alt.Chart(df.to_arrow()).mark_bar().encode(
         x=alt.X("method:N", sort=theme.methods_in_order(present), title=None),
         xOffset="gpu:N", y=alt.Y(f"{value}:Q", title=axis_title),
-        color=method_color(present), opacity=alt.Opacity("gpu:N", scale=alt.Scale(range=[0.55, 1.0])),
+        color=method_color(present, orient=legend_orient),
+        opacity=alt.Opacity("gpu:N", scale=alt.Scale(range=[0.55, 1.0]),
+                            legend=alt.Legend(**_legend_layout(legend_orient))),
         tooltip=["gpu:N", "method:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=",.2f")],
-    ).properties(width=200, height=150).facet(row=alt.Row("family:N", title=None),
+    ).properties(width=180, height=150).facet(row=alt.Row("family:N", title=None),
                                               column=alt.Column("workload:N", title=None)
                                               ).resolve_scale(y="independent")
 
@@ -349,6 +366,9 @@ BUILDERS: dict[str, Callable[..., alt.TopLevelMixin]] = {
     "tradeoff": tradeoff_chart,
     "ratio_heatmap": ratio_heatmap, "speedup": speedup_chart, "efficiency": efficiency_chart,
 }
+
+
+GRIDS = {"positions_grid", "depth_curves", "tradeoff", "speedup", "efficiency"}  # family × workload facets
 
 
 def build(kind: str, *args: Any, **kwargs: Any) -> alt.TopLevelMixin:
@@ -368,6 +388,8 @@ def exported(kind: str, *args: Any, title: str = "", subtitle: str = "", simulat
     """The chart as a file gets it (PNG/SVG/PDF buttons): with ``title`` (for charts whose page shows theirs
     as a heading, or whose own title does not say which view it is), export styling and, when
     ``simulated``, the simulated-data label."""
+    if kind in GRIDS:
+        kwargs.setdefault("legend_orient", "right")
     return finish(titled(BUILDERS[kind](*args, **kwargs), title, subtitle), export=True, simulated=simulated)
 
 

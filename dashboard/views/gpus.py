@@ -79,7 +79,8 @@ def _report() -> report.Report:
     return report.Report(
         title=f"spectune — {a} vs {b}", filters=widgets.described(v, params),
         charts=[(ratio_title, charts.ratio_heatmap(ratios, a, b, families, workloads)),
-                ("tok/s per watt", charts.efficiency_chart(eff, "tok_s_per_watt", "output tok/s per watt"))],
+                (f"Output tok/s per watt · {a} vs {b} · concurrency {v['conc']}",
+                 charts.efficiency_chart(eff, "tok_s_per_watt", "output tok/s per watt", legend_orient="right"))],
         tables=[("Winner by GPU", changes), ("Ratios", ratios)],
         provenance=data.runs(data.db_path(), data.stamp()), simulated=widgets.any_simulated(eff))
 

@@ -69,7 +69,7 @@ if doc["cells"]:
 def _report() -> report.Report:
     return report.Report(
         title=f"spectune — trade-offs on {v['gpu']}", filters=widgets.described(v, params),
-        charts=[(scatter_title, charts.tradeoff_chart(points, lat_label)),
+        charts=[(scatter_title, charts.tradeoff_chart(points, lat_label, legend_orient="right")),
                 ("Goodput winners", charts.winner_heatmap(doc, v["gpu"], families, workloads, "goodput",
                                                           select=False))],
         tables=[("Pareto-optimal cells", points.filter(points["on_front"]).drop("run_id", "cell_id"))],

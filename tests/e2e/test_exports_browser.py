@@ -22,6 +22,7 @@ def _open(page, url: str) -> None:
 
 @pytest.mark.parametrize("path", ["", "explore", "tradeoffs", "gpus", "load"])
 def test_every_chart_fits_inside_the_main_column(page, base_url, path):
+    page.set_viewport_size({"width": 1280, "height": 900})  # a laptop screen
     _open(page, f"{base_url}/{path}")
     right = page.locator("[data-testid='stMainBlockContainer']").bounding_box()
     right = right["x"] + right["width"]
