@@ -14,6 +14,7 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from analysis.metrics import METRICS
 from dashboard import theme
 
 SELECTION = "cell"  # name of the heatmap click selection (read back by st.altair_chart on_select)
@@ -22,10 +23,24 @@ LINE_H = 16  # label line height at theme.FONT_SIZE
 TIE_SLOTS = 8  # a tie cell is hatched: stripes cycling through the tied methods, every other one lighter
 
 
-def method_color(present: list[str] | None = None, title: str = "method", legend: bool = True) -> alt.Color:
+SIM_NOTE = "SIMULATED DATA: spectune's calibrated simulator (backend sim), not measurements on real GPUs"
+
+
+def _legend_layout(orient: str) -> dict:
+    if orient == "top":
+        return {"orient": orient, "direction": "horizontal", "titleOrient": "left"}
+    return {"orient": orient}
+
+
+def method_color(present: list[str] | None = None, title: str = "method", legend: bool = True,
+                 orient: str = "right") -> alt.Color:
+    """The method colour channel. The family × workload grids put it on top in the app (on the right of a
+    three-column grid it runs past the page of a 1280-pixel screen, and the legend is what gets cut) and on
+    the right in exports (where a top legend would sit above the title)."""
+    # symbolOpacity 1: a legend otherwise takes the opacity of the faintest layer (a 95 % band) and fades out
     domain, rng = theme.scale_domain_range(present or [])
     return alt.Color("method:N", scale=alt.Scale(domain=domain, range=rng), title=title,
-                     legend=alt.Legend(orient="right") if legend else None)
+                     legend=alt.Legend(**_legend_layout(orient), symbolOpacity=1) if legend else None)
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
@@ -139,17 +154,49 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
             color=alt.condition("datum.clear", alt.Color("text_color:N", scale=None), alt.value("#000000"))))
     return alt.layer(solid, hatch, *labels, outline).properties(
         width=CELL_W * max(len(wls), 1), height=CELL_H * max(len(fams), 1),
-        title=alt.Title(f"{gpu} · winner by {metric_label}",
-                        subtitle="hatched = tie: no clear winner at 95 %; stripes show the tied methods",
-                        anchor="start"))
+        title=alt.Title(f"{gpu} · winner by {metric_label}", subtitle=_heatmap_key(doc["metric"]), anchor="start"))
 
 
-def finish(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+def _heatmap_key(metric: str) -> list[str]:
+    """The heatmap's subtitle: how to read a tie and the "% vs none" under each winner. For a lower-is-better
+    metric a bare "+54 %" reads as "54 % more latency", so it says which way it goes."""
+    lines = ["hatched = tie: no clear winner at 95 %; stripes show the tied methods"]
+    m = METRICS.get(metric)
+    if m is not None and not m.higher_is_better:
+        lines.append("% vs none = how much better than no speculation: +50% means none's value is 1.5× the winner's")
+    return lines
+
+
+def finish(chart: alt.TopLevelMixin, *, export: bool = False, simulated: bool = False) -> alt.TopLevelMixin:
     """Top-level configuration for a chart shown or exported on its own (not inside a report concat).
 
     ``autosize: pad`` keeps each view at its declared size and grows the chart around it; Streamlit's
-    default squeezes title, axes and legend into the declared width × height, shrinking the cells."""
-    return chart.configure_view(stroke=None).properties(autosize=alt.AutoSizeParams(type="pad"))
+    default squeezes title, axes and legend into the declared width × height, shrinking the cells.
+
+    ``export``: a file for a slide or a report — white background, a margin, fonts a size up, and, when
+    ``simulated``, :data:`SIM_NOTE` above the chart (a picture travels without the page's banner)."""
+    if simulated:
+        chart = alt.vconcat(chart, title=alt.Title(SIM_NOTE, anchor="start", orient="top", fontSize=13,
+                                                   fontWeight="bold", color=theme.SIM_COLOR, offset=10))
+    out = chart.configure_view(stroke=None).configure_title(subtitleColor=theme.INK_SOFT).properties(
+        autosize=alt.AutoSizeParams(type="pad"))
+    if export:
+        out = out.properties(background="#FFFFFF", padding=16).configure_axis(
+            labelFontSize=12, titleFontSize=13).configure_legend(labelFontSize=12, titleFontSize=13).configure_header(
+            labelFontSize=13, titleFontSize=13).configure_title(fontSize=16, subtitleFontSize=13,
+                                                                subtitleColor=theme.INK_SOFT)
+    return out
+
+
+def titled(chart: alt.TopLevelMixin, title: str, subtitle: str = "") -> alt.TopLevelMixin:
+    """The chart with a title (left-aligned, like the heatmaps') replacing its own, for charts whose page
+    shows the title as a heading instead; exports and reports always carry one."""
+    if not title:
+        return chart
+    # the title goes on a wrapper: a chart's own title sits below its top legend, a wrapper's above it
+    inner = chart.copy(deep=False)
+    inner.title = alt.Undefined
+    return alt.vconcat(inner, title=alt.Title(title, subtitle=subtitle or alt.Undefined, anchor="start"))
 
 
 def candidates_chart(ranked: pl.DataFrame, metric_label: str) -> alt.LayerChart:
@@ -173,7 +220,7 @@ def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "
     y_title = "cumulative acceptance r_i" if value == "acceptance" else "conditional acceptance p_i"
     df = pos.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
     return alt.Chart(df.to_arrow()).mark_line(point=True).encode(
-        x=alt.X("position:O", title="draft position"),
+        x=alt.X("position:O", title="draft position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
         color=method_color(sorted(set(df["method"]))), detail="candidate:N",
         opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
@@ -181,14 +228,14 @@ def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "
     ).properties(width=360, height=240, title=title or "Acceptance by draft position")
 
 
-def positions_grid(pos: pl.DataFrame, value: str = "acceptance") -> alt.FacetChart:
+def positions_grid(pos: pl.DataFrame, value: str = "acceptance", legend_orient: str = "top") -> alt.FacetChart:
     """Acceptance by draft position for every (method, depth), faceted family × workload."""
     y_title = "cumulative r_i" if value == "acceptance" else "conditional p_i"
     df = pos.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
     return alt.Chart(df.to_arrow()).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
-        x=alt.X("position:O", title="draft position"),
+        x=alt.X("position:O", title="draft position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
-        color=method_color(sorted(set(df["method"]))), detail="candidate:N",
+        color=method_color(sorted(set(df["method"])), orient=legend_orient), detail="candidate:N",
         opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
         tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
     ).properties(width=220, height=150).facet(row=alt.Row("family:N", title=None),
@@ -205,7 +252,8 @@ def latency_chart(samples: pl.DataFrame, column: str = "e2e_ms") -> alt.Chart:
                  title=f"Request {column.replace('_ms', '').upper()} distribution")
 
 
-def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | None = None) -> alt.FacetChart:
+def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | None = None,
+                 legend_orient: str = "top") -> alt.FacetChart:
     """Metric vs depth per method with 95 % bands, faceted family × workload; ``none`` dashed;
     published points (if given) as black-outlined diamonds."""
     data = df.with_columns(pl.lit("measured").alias("kind"), pl.lit(None, pl.String).alias("source_url"))
@@ -214,8 +262,8 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
                             pl.col("value"), pl.lit("published").alias("kind"), "source_url")
         data = pl.concat([data, ov], how="diagonal_relaxed")
     present = sorted(set(data["method"].drop_nulls()))
-    base = alt.Chart().encode(x=alt.X("depth:O", title="depth (num_speculative_tokens)"),
-                              color=method_color(present))
+    base = alt.Chart().encode(x=alt.X("depth:O", title="depth (num_speculative_tokens)", axis=alt.Axis(labelAngle=0)),
+                              color=method_color(present, orient=legend_orient))
     measured = alt.datum.kind == "measured"
     band = base.transform_filter(measured).mark_area(opacity=0.18).encode(y="ci_low:Q", y2="ci_high:Q")
     line = base.transform_filter(measured).mark_line(point=True).encode(
@@ -224,34 +272,41 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
         tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"),
                  alt.Tooltip("ci_low:Q", format=",.3f"), alt.Tooltip("ci_high:Q", format=",.3f"), "backend:N"])
     pub = base.transform_filter(alt.datum.kind == "published").mark_point(
-        shape="diamond", size=90, filled=True, stroke="#000000", strokeWidth=1).encode(
+        shape="diamond", size=90, filled=True, stroke=theme.INK, strokeWidth=1).encode(
         y="value:Q", tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"), "source_url:N"])
     return alt.layer(band, line, pub, data=data.to_arrow()).properties(width=220, height=170).facet(
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 
-def tradeoff_chart(df: pl.DataFrame, latency_label: str) -> alt.FacetChart:
+def tradeoff_chart(df: pl.DataFrame, latency_label: str, legend_orient: str = "top") -> alt.FacetChart:
     """Throughput vs tail latency per cell; the Pareto front drawn as a line, its cells ringed."""
     d = df.with_columns(pl.format("{} @c{}", _cand_expr(), "concurrency").alias("candidate"))
     present = sorted(set(d["method"]))
-    base = alt.Chart().encode(x=alt.X("latency:Q", title=latency_label, scale=alt.Scale(type="log")),
-                              y=alt.Y("output_throughput:Q", title="output tok/s", scale=alt.Scale(type="log")))
+    # nice=False: a "nice" log domain rounds out to whole decades and leaves most of each panel empty
+    log = alt.Scale(type="log", nice=False, padding=8)
+    axis = alt.Axis(format="~s", labelFlush=True, gridOpacity=0.6)  # 2k, 10k: neighbouring panels' labels don't collide
+    base = alt.Chart().encode(x=alt.X("latency:Q", title=latency_label, scale=log, axis=axis),
+                              y=alt.Y("output_throughput:Q", title="output tok/s", scale=log, axis=axis))
     pts = base.mark_point(filled=True, size=45, opacity=0.8).encode(
-        color=method_color(present), shape=alt.Shape("concurrency:O", title="concurrency"),
+        color=method_color(present, orient=legend_orient),
+        shape=alt.Shape("concurrency:O", title="concurrency", legend=alt.Legend(
+            **_legend_layout(legend_orient), symbolFillColor=theme.INK_SOFT, symbolStrokeColor=theme.INK_SOFT)),
         tooltip=["candidate:N", alt.Tooltip("output_throughput:Q", format=",.1f"),
                  alt.Tooltip("latency:Q", format=",.1f"), "on_front:N", "backend:N"])
-    front = base.transform_filter(alt.datum.on_front).mark_line(color="#444444", strokeDash=[4, 3]).encode(
+    front = base.transform_filter(alt.datum.on_front).mark_line(color=theme.INK, strokeDash=[4, 3]).encode(
         order="latency:Q")
-    ring = base.transform_filter(alt.datum.on_front).mark_point(size=160, color="#111111", strokeWidth=1.5)
-    return alt.layer(front, pts, ring, data=d.to_arrow()).properties(width=260, height=200).facet(
-        row=alt.Row("workload:N", title=None), column=alt.Column("family:N", title=None))
+    ring = base.transform_filter(alt.datum.on_front).mark_point(size=160, color=theme.INK, strokeWidth=1.5)
+    # the same grid as Explore and Load (rows = family, columns = workload): it fits the page's width
+    return alt.layer(front, pts, ring, data=d.to_arrow()).properties(width=220, height=170).facet(
+        row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 
 def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str], workloads: list[str]
                   ) -> alt.FacetChart:
     """Per method (best depth on each GPU): ratio B/A by family × workload, diverging around 1."""
-    d = df.with_columns(pl.format("×{}", pl.col("ratio").round(2)).alias("label"))
-    base = alt.Chart().encode(x=alt.X("workload:N", sort=workloads, title=None, axis=alt.Axis(orient="top")),
+    d = df.with_columns(pl.col("ratio").map_elements(lambda r: f"×{r:.2f}", return_dtype=pl.String).alias("label"))
+    base = alt.Chart().encode(x=alt.X("workload:N", sort=workloads, title=None,
+                                      axis=alt.Axis(orient="top", labelAngle=0)),
                               y=alt.Y("family:N", sort=families, title=None))
     rect = base.mark_rect().encode(
         color=alt.Color("ratio:Q", title=f"{gpu_b} / {gpu_a}",
@@ -259,12 +314,12 @@ def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str],
         tooltip=["method:N", "family:N", "workload:N", "depth_a:Q", alt.Tooltip("value_a:Q", format=",.1f"),
                  "depth_b:Q", alt.Tooltip("value_b:Q", format=",.1f"), alt.Tooltip("ratio:Q", format=".3f")])
     text = base.mark_text(fontSize=12, color="#000000").encode(text="label:N")
-    return alt.layer(rect, text, data=d.to_arrow()).properties(width=70 * max(len(workloads), 1),
+    return alt.layer(rect, text, data=d.to_arrow()).properties(width=60 * max(len(workloads), 1),
                                                                height=34 * max(len(families), 1)).facet(
         facet=alt.Facet("method:N", title=None, sort=theme.methods_in_order(list(set(d["method"])))), columns=3)
 
 
-def speedup_chart(df: pl.DataFrame, best_only: bool = True) -> alt.FacetChart:
+def speedup_chart(df: pl.DataFrame, best_only: bool = True, legend_orient: str = "top") -> alt.FacetChart:
     """Speedup over ``none`` vs concurrency per method, with 95 % bands and the break-even line at 1.
 
     ``best_only``: each point is the method's best depth at that load, so one line per method joins them
@@ -274,7 +329,7 @@ def speedup_chart(df: pl.DataFrame, best_only: bool = True) -> alt.FacetChart:
     present = sorted(set(df["method"]))
     detail = {} if best_only else {"detail": "depth:O"}
     base = alt.Chart().encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
-                              color=method_color(present))
+                              color=method_color(present, orient=legend_orient))
     band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q", **detail)
     y = alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False))
     line = base.mark_line(point=True).encode(
@@ -284,29 +339,25 @@ def speedup_chart(df: pl.DataFrame, best_only: bool = True) -> alt.FacetChart:
     layers = [band, line]
     if best_only:
         layers.append(base.mark_text(dx=7, dy=-7, fontSize=9).encode(y=y, text="depth:Q"))
-    rule = alt.Chart().mark_rule(color="#666666", strokeDash=[3, 3]).encode(y=alt.datum(1.0))
-    return alt.layer(*layers, rule, data=df.to_arrow()).properties(width=220, height=170).facet(
+    rule = alt.Chart().mark_rule(color=theme.INK_SOFT, strokeDash=[3, 3]).encode(y=alt.datum(1.0))
+    return alt.layer(*layers, rule, data=df.to_arrow()).properties(width=210, height=170).facet(
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 
-def efficiency_chart(df: pl.DataFrame, value: str, title: str) -> alt.FacetChart:
+def efficiency_chart(df: pl.DataFrame, value: str, axis_title: str, legend_orient: str = "top") -> alt.FacetChart:
+    """Bars per method, one per GPU (lighter = the first GPU), faceted family × workload; each panel has its
+    own y scale (a small dense model's bars would otherwise flatten every MoE panel): compare within a panel."""
     present = sorted(set(df["method"]))
     return alt.Chart(df.to_arrow()).mark_bar().encode(
         x=alt.X("method:N", sort=theme.methods_in_order(present), title=None),
-        xOffset="gpu:N", y=alt.Y(f"{value}:Q", title=title),
-        color=method_color(present), opacity=alt.Opacity("gpu:N", scale=alt.Scale(range=[0.55, 1.0])),
+        xOffset="gpu:N", y=alt.Y(f"{value}:Q", title=axis_title),
+        color=method_color(present, orient=legend_orient),
+        opacity=alt.Opacity("gpu:N", scale=alt.Scale(range=[0.55, 1.0]),
+                            legend=alt.Legend(**_legend_layout(legend_orient))),
         tooltip=["gpu:N", "method:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=",.2f")],
-    ).properties(width=200, height=150).facet(row=alt.Row("family:N", title=None),
-                                              column=alt.Column("workload:N", title=None))
-
-
-def text_page(lines: list[str], title: str, width: int = 760) -> alt.Chart:
-    """A page of monospace text as a chart (the PDF report's cover/table pages go through vl-convert too)."""
-    df = pl.DataFrame({"i": list(range(len(lines))), "line": lines or [""]})
-    return alt.Chart(df.to_arrow()).mark_text(align="left", baseline="top", font="monospace", fontSize=10,
-                                              dx=0).encode(
-        x=alt.value(0), y=alt.Y("i:O", axis=None), text="line:N",
-    ).properties(width=width, height=14 * max(len(lines), 1), title=alt.Title(title, anchor="start", fontSize=16))
+    ).properties(width=180, height=150).facet(row=alt.Row("family:N", title=None),
+                                              column=alt.Column("workload:N", title=None)
+                                              ).resolve_scale(y="independent")
 
 
 BUILDERS: dict[str, Callable[..., alt.TopLevelMixin]] = {
@@ -315,6 +366,9 @@ BUILDERS: dict[str, Callable[..., alt.TopLevelMixin]] = {
     "tradeoff": tradeoff_chart,
     "ratio_heatmap": ratio_heatmap, "speedup": speedup_chart, "efficiency": efficiency_chart,
 }
+
+
+GRIDS = {"positions_grid", "depth_curves", "tradeoff", "speedup", "efficiency"}  # family × workload facets
 
 
 def build(kind: str, *args: Any, **kwargs: Any) -> alt.TopLevelMixin:
@@ -329,6 +383,29 @@ def spec(kind: str, *args: Any, **kwargs: Any) -> dict:
     return build(kind, *args, **kwargs).to_dict(validate=False)
 
 
+def exported(kind: str, *args: Any, title: str = "", subtitle: str = "", simulated: bool = False,
+             **kwargs: Any) -> alt.TopLevelMixin:
+    """The chart as a file gets it (PNG/SVG/PDF buttons): with ``title`` (for charts whose page shows theirs
+    as a heading, or whose own title does not say which view it is), export styling and, when
+    ``simulated``, the simulated-data label."""
+    if kind in GRIDS:
+        kwargs.setdefault("legend_orient", "right")
+    return finish(titled(BUILDERS[kind](*args, **kwargs), title, subtitle), export=True, simulated=simulated)
+
+
+def dark_theme() -> bool:
+    try:
+        return st.context.theme.type == "dark"
+    except Exception:  # no browser session (bare mode, AppTest)
+        return False
+
+
+def display(chart_spec: dict, **kwargs: Any) -> Any:
+    """Draw a finished chart's spec in the app, with background ink that reads on the active theme.
+
+    width="content": keep the spec's own cell sizes (stretching a heatmap squeezes its rows and labels)."""
+    return st.vega_lite_chart(theme.for_screen(chart_spec, dark_theme()), width="content", **kwargs)
+
+
 def show(kind: str, *args: Any, key: str, on_select: Any = "ignore", **kwargs: Any) -> None:
-    # width="content": keep the spec's own cell sizes (stretching a heatmap squeezes its rows and labels)
-    st.vega_lite_chart(spec(kind, *args, **kwargs), key=key, on_select=on_select, width="content")
+    display(spec(kind, *args, **kwargs), key=key, on_select=on_select)

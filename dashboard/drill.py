@@ -73,21 +73,28 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
                 "**tie** between " + ", ".join(charts.cand(t["method"], t["depth"]) for t in verdict["tied"]))
         st.markdown(f"**{gpu} · {family} · {workload} · concurrency {concurrency}** — {text}")
     name = export.slug(page, "detail", metric, gpu, family, workload, f"c{concurrency}")
+    where = f"{gpu} · {family} · {workload} · concurrency {concurrency}"  # an exported chart says which cell
+    sim = bool(doc.get("simulated"))
     charts.show("candidates", ranked, metric_label, key=f"{page}.drill.cand")
-    export.buttons(partial(charts.build, "candidates", ranked, metric_label), ranked, name, f"{page}.drill.cand")
+    export.buttons(partial(charts.exported, "candidates", ranked, metric_label, simulated=sim,
+                           title=f"Every candidate with its 95 % interval · {where}"), ranked, name,
+                   f"{page}.drill.cand")
     left, right = st.columns(2)
     with left:
         args = (pos, "acceptance", "Cumulative acceptance r_i by position")
         charts.show("positions", *args, key=f"{page}.drill.pos")
-        export.buttons(partial(charts.build, "positions", *args), pos, name + "_positions", f"{page}.drill.pos")
+        export.buttons(partial(charts.exported, "positions", *args, title=f"{args[2]} · {where}", simulated=sim),
+                       pos, name + "_positions", f"{page}.drill.pos")
     with right:
         args = (pos, "conditional", "Conditional acceptance p_i by position")
         charts.show("positions", *args, key=f"{page}.drill.cond")
-        export.buttons(partial(charts.build, "positions", *args), None, name + "_conditional",
-                       f"{page}.drill.cond")
+        export.buttons(partial(charts.exported, "positions", *args, title=f"{args[2]} · {where}", simulated=sim),
+                       None, name + "_conditional", f"{page}.drill.cond")
     lat = st.session_state.get(f"{page}.dlat") or "e2e_ms"
     charts.show("latency", samples, lat, key=f"{page}.drill.lat")
-    export.buttons(partial(charts.build, "latency", samples, lat), samples, name + f"_{lat}", f"{page}.drill.lat")
+    lat_title = f"Request {lat.replace('_ms', '').upper()} distribution · {where}"
+    export.buttons(partial(charts.exported, "latency", samples, lat, title=lat_title, simulated=sim), samples,
+                   name + f"_{lat}", f"{page}.drill.lat")
     with st.expander("Every candidate (table)"):
         st.dataframe(ranked.drop("run_id", "cell_id"), hide_index=True)
     return picked

@@ -35,6 +35,14 @@ def slug(*parts: object) -> str:
     return "_".join(clean) or "spectune"
 
 
+class ScriptSafeJSON(json.JSONEncoder):
+    """JSON that can sit inside an HTML <script>: ``<``, ``>`` and ``&`` as \\u escapes, so a data value
+    such as ``</script><script>…`` (a shard or trace name from an uploaded file) stays a string."""
+
+    def encode(self, o: object) -> str:
+        return super().encode(o).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def chart_bytes(chart: alt.TopLevelMixin, fmt: str) -> bytes:
     if fmt == "svg":
         buf = io.StringIO()
@@ -42,7 +50,7 @@ def chart_bytes(chart: alt.TopLevelMixin, fmt: str) -> bytes:
         return buf.getvalue().encode()
     if fmt == "html":
         buf = io.StringIO()
-        chart.save(buf, format="html", inline=True)
+        chart.save(buf, format="html", inline=True, json_kwds={"cls": ScriptSafeJSON})
         return buf.getvalue().encode()
     out = io.BytesIO()
     chart.save(out, format=fmt, **({"scale_factor": 2} if fmt == "png" else {}))

@@ -8,6 +8,8 @@ the baseline, not a contender. Text drawn on a coloured cell uses :data:`TEXT_ON
 
 from __future__ import annotations
 
+import json
+
 METHOD_COLORS: dict[str, str] = {
     "none": "#999999",         # grey: the baseline
     "mtp": "#0072B2",          # blue
@@ -22,6 +24,18 @@ METHOD_COLORS: dict[str, str] = {
 FALLBACK = "#BBBBBB"
 SELECTED_STROKE = "#000000"  # the drill-down cell; on a coloured cell, so visible in both themes
 FONT_SIZE = 14
+
+# Chart furniture drawn on the background (Pareto front and its rings, the break-even rule, outlines of
+# published points, subtitles): dark ink in every export (white background). On screen the background may
+# be light or dark, and Streamlit only tells which from the second run of a session on (st.context.theme is
+# "light" on the first run whatever the theme), so the app draws it in a mid grey that reads on both (like
+# Streamlit's own captions), lighter once the theme is known to be dark (:func:`for_screen`). Distinct
+# values from the colours drawn *on* coloured cells (SELECTED_STROKE, TEXT_ON), which stay black.
+INK = "#222222"
+INK_SOFT = "#555555"
+SCREEN_INK = {INK: "#8A8A8A", INK_SOFT: "#8A8A8A"}
+DARK_INK = {INK: "#E6E6E6", INK_SOFT: "#B8B8B8"}
+SIM_COLOR = "#B34700"  # the simulated-data label on exported charts (dark orange: 5.6:1 on white)
 
 
 def _luminance(hex_color: str) -> float:
@@ -51,3 +65,12 @@ def scale_domain_range(present: list[str] | tuple[str, ...] = ()) -> tuple[list[
     """Domain and range for an Altair colour scale: the same colour for a method on every chart."""
     domain = methods_in_order(present)
     return domain, [color_of(m) for m in domain]
+
+
+def for_screen(spec: dict, dark: bool = False) -> dict:
+    """The same Vega-Lite spec with the background ink of :data:`SCREEN_INK` (or :data:`DARK_INK` when the
+    theme is known to be dark); cells keep their colours and their black text."""
+    text = json.dumps(spec)
+    for light, screen in (DARK_INK if dark else SCREEN_INK).items():
+        text = text.replace(f'"{light}"', f'"{screen}"')
+    return json.loads(text)

@@ -128,5 +128,6 @@ def described(v: dict[str, Any], params: Sequence[Param]) -> dict[str, str]:
         elif p.kind == "range":
             out[p.label] = f"{val[0]}–{val[1]}"
         else:
-            out[p.label] = p.format_func(val) if p.kind == "one" else str(val)
+            out[p.label] = (p.format_func(val) if p.kind == "one" else ("yes" if val else "no") if p.kind == "bool"
+                            else str(val))
     return out

@@ -45,7 +45,11 @@ export.buttons(None, pub, export.slug(PAGE, "published"), f"{PAGE}.published")
 
 def _report() -> report.Report:
     return report.Report(title="spectune — data provenance", filters=widgets.described(v, params),
-                         tables=[("Rows per table", counts), ("Published reference (filtered)", pub.drop("line"))],
+                         # what was measured first, where it was published last (a URL is 40 characters of a
+                         # 160-character PDF line)
+                         tables=[("Rows per table", counts), ("Published reference (filtered)", pub.drop("line").select(
+                             [c for c in pub.columns if c != "line" and not c.startswith("source")]
+                             + [c for c in pub.columns if c.startswith("source")]))],
                          provenance=runs, simulated=widgets.any_simulated(runs))
 
 

@@ -51,12 +51,15 @@ if v["pub"]:
                 "acceptance rate and total output throughput at a stated depth).")
 
 name = export.slug(PAGE, v["metric"], v["gpu"], f"c{v['conc']}")
+simulated = widgets.any_simulated(curves)
+curves_title = f"{label} vs depth · {v['gpu']} · concurrency {v['conc']}"
 if curves.height == 0:
     st.info("No cells match these filters.")
 else:
-    st.subheader(f"{label} vs depth · {v['gpu']} · concurrency {v['conc']}")
+    st.subheader(curves_title)
     charts.show("depth_curves", curves, label, overlay, key=f"{PAGE}.curves")
-    export.buttons(partial(charts.build, "depth_curves", curves, label, overlay),
+    export.buttons(partial(charts.exported, "depth_curves", curves, label, overlay, title=curves_title,
+                           subtitle="95 % bootstrap bands; dashed = none (no speculation)", simulated=simulated),
                    curves if overlay is None else pl.concat([curves, overlay], how="diagonal_relaxed"), name,
                    f"{PAGE}.curves")
     st.subheader("Acceptance by draft position")
@@ -64,16 +67,18 @@ else:
              format_func=lambda x: "cumulative r_i" if x == "acceptance" else "conditional p_i")
     pos_view = st.session_state.get(f"{PAGE}.pos", "acceptance")
     charts.show("positions_grid", positions, pos_view, key=f"{PAGE}.positions")
-    export.buttons(partial(charts.build, "positions_grid", positions, pos_view), positions, name + "_positions",
-                   f"{PAGE}.positions.dl")
+    pos_title = (f"{'Cumulative' if pos_view == 'acceptance' else 'Conditional'} acceptance by draft position · "
+                 f"{v['gpu']} · concurrency {v['conc']}")
+    export.buttons(partial(charts.exported, "positions_grid", positions, pos_view, title=pos_title,
+                           simulated=simulated), positions, name + "_positions", f"{PAGE}.positions.dl")
 
 
 def _report() -> report.Report:
     return report.Report(title=f"spectune — {label} vs depth", filters=widgets.described(v, params),
-                         charts=[(f"{label} vs depth", charts.depth_curves(curves, label, overlay))],
+                         charts=[(curves_title, charts.depth_curves(curves, label, overlay, legend_orient="right"))],
                          tables=[("Cells", curves.drop("run_id", "cell_id"))],
                          provenance=data.runs(data.db_path(), data.stamp()),
-                         simulated=widgets.any_simulated(curves))
+                         simulated=simulated)
 
 
 st.divider()

@@ -46,12 +46,15 @@ else:
     doc_a = data.winners_doc(data.db_path(), data.stamp(), v["metric"], widgets.filters(v, gpus=[a]), slo, False)
     doc_b = data.winners_doc(data.db_path(), data.stamp(), v["metric"], widgets.filters(v, gpus=[b]), slo, False)
     eff = data.gpu_efficiency(data.db_path(), data.stamp(), f)
-    widgets.banner(doc_a["simulated"] or doc_b["simulated"])
-    st.subheader(f"{label}: {b} / {a} per method")
+    simulated = doc_a["simulated"] or doc_b["simulated"]
+    widgets.banner(simulated)
+    ratio_title = f"{label}: {b} / {a} per method · concurrency {v['conc']}"
+    st.subheader(ratio_title)
     if ratios.height:
         charts.show("ratio_heatmap", ratios, a, b, families, workloads, key=f"{PAGE}.ratio")
-        export.buttons(partial(charts.build, "ratio_heatmap", ratios, a, b, families, workloads), ratios, name,
-                       f"{PAGE}.ratio")
+        export.buttons(partial(charts.exported, "ratio_heatmap", ratios, a, b, families, workloads, title=ratio_title,
+                               subtitle="each method at its best depth on each GPU; above 1, GPU B is better",
+                               simulated=simulated), ratios, name, f"{PAGE}.ratio")
     st.subheader("Does the winner change with the GPU?")
     changes = data.winner_changes(doc_a, doc_b).rename({"winner_a": f"winner on {a}", "winner_b": f"winner on {b}"})
     n_changed = changes.filter(pl.col("verdict") == "changes").height
@@ -60,22 +63,24 @@ else:
     st.dataframe(changes, hide_index=True)
     export.buttons(None, changes, name + "_winner-changes", f"{PAGE}.changes")
     st.subheader("Efficiency: tok/s per GPU and per watt (board power from data/gpu_specs.csv)")
-    left, right = st.columns(2)
-    with left:
-        charts.show("efficiency", eff, "output_throughput_per_gpu", "output tok/s per GPU", key=f"{PAGE}.eff.gpu")
-        export.buttons(partial(charts.build, "efficiency", eff, "output_throughput_per_gpu", "output tok/s per GPU"),
-                       eff, name + "_per-gpu", f"{PAGE}.eff.gpu")
-    with right:
-        charts.show("efficiency", eff, "tok_s_per_watt", "output tok/s per watt", key=f"{PAGE}.eff.watt")
-        export.buttons(partial(charts.build, "efficiency", eff, "tok_s_per_watt", "output tok/s per watt"),
-                       eff, name + "_per-watt", f"{PAGE}.eff.watt")
+    # one under the other: each is a full family × workload grid, too wide for half the page
+    for col, axis, suffix in (("output_throughput_per_gpu", "output tok/s per GPU", "per-gpu"),
+                              ("tok_s_per_watt", "output tok/s per watt", "per-watt")):
+        eff_title = f"{axis[0].upper()}{axis[1:]} · {a} vs {b} · concurrency {v['conc']}"
+        st.markdown(f"**{eff_title}** (each panel has its own y scale)")
+        charts.show("efficiency", eff, col, axis, key=f"{PAGE}.eff.{suffix}")
+        export.buttons(partial(charts.exported, "efficiency", eff, col, axis, title=eff_title,
+                               subtitle="each method at its best depth; lighter bar = " + sorted({a, b})[0]
+                               + "; each panel has its own y scale",
+                               simulated=simulated), eff, name + f"_{suffix}", f"{PAGE}.eff.{suffix}")
 
 
 def _report() -> report.Report:
     return report.Report(
         title=f"spectune — {a} vs {b}", filters=widgets.described(v, params),
-        charts=[(f"{b} / {a}", charts.ratio_heatmap(ratios, a, b, families, workloads)),
-                ("tok/s per watt", charts.efficiency_chart(eff, "tok_s_per_watt", "output tok/s per watt"))],
+        charts=[(ratio_title, charts.ratio_heatmap(ratios, a, b, families, workloads)),
+                (f"Output tok/s per watt · {a} vs {b} · concurrency {v['conc']}",
+                 charts.efficiency_chart(eff, "tok_s_per_watt", "output tok/s per watt", legend_orient="right"))],
         tables=[("Winner by GPU", changes), ("Ratios", ratios)],
         provenance=data.runs(data.db_path(), data.stamp()), simulated=widgets.any_simulated(eff))
 

@@ -34,12 +34,15 @@ slo = widgets.slo(v)
 points = data.tradeoff(data.db_path(), data.stamp(), f, v["lat"])
 widgets.banner(widgets.any_simulated(points))
 lat_label = widgets.metric_label(v["lat"])
+simulated = widgets.any_simulated(points)
 name = export.slug(PAGE, v["lat"], v["gpu"])
+scatter_title = f"Output throughput vs {lat_label} · {v['gpu']} · Pareto front ringed"
 if points.height == 0:
     st.info("No cells match these filters.")
 else:
     charts.show("tradeoff", points, lat_label, key=f"{PAGE}.scatter")
-    export.buttons(partial(charts.build, "tradeoff", points, lat_label), points, name, f"{PAGE}.scatter")
+    export.buttons(partial(charts.exported, "tradeoff", points, lat_label, title=scatter_title, simulated=simulated),
+                   points, name, f"{PAGE}.scatter")
     with st.expander("Pareto-optimal cells"):
         st.dataframe(points.filter(points["on_front"]).drop("run_id", "cell_id", "on_front"), hide_index=True)
 
@@ -57,7 +60,8 @@ if doc["cells"]:
     charts.show("winner_heatmap", doc, v["gpu"], families, workloads, title, key=key,
                 on_select=drill.click_handler(PAGE, key))
     rows = charts.winner_rows(doc)
-    export.buttons(partial(charts.build, "winner_heatmap", doc, v["gpu"], families, workloads, title, select=False),
+    export.buttons(partial(charts.exported, "winner_heatmap", doc, v["gpu"], families, workloads, title, select=False,
+                           simulated=doc["simulated"]),
                    rows.drop("text_color", "lines"), export.slug(PAGE, "goodput", v["gpu"], f"c{v['gconc']}"), key)
     drill.panel(PAGE, doc, gp_params, v["gconc"], "goodput", gf, slo, "Goodput (req/s)")
 
@@ -65,7 +69,7 @@ if doc["cells"]:
 def _report() -> report.Report:
     return report.Report(
         title=f"spectune — trade-offs on {v['gpu']}", filters=widgets.described(v, params),
-        charts=[("Throughput vs latency", charts.tradeoff_chart(points, lat_label)),
+        charts=[(scatter_title, charts.tradeoff_chart(points, lat_label, legend_orient="right")),
                 ("Goodput winners", charts.winner_heatmap(doc, v["gpu"], families, workloads, "goodput",
                                                           select=False))],
         tables=[("Pareto-optimal cells", points.filter(points["on_front"]).drop("run_id", "cell_id"))],

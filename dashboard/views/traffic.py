@@ -210,16 +210,17 @@ def _upload_section() -> str | None:
 
 # ---- charts (Altair; colours from dashboard.theme) ----------------------------------------------------
 
+# Bars and lines that are not methods are drawn in the neutral ink: a blue would read as mtp's colour.
 def _bars(frame: pl.DataFrame, x: str, y: str, title: str, sort: list[str] | None = None) -> alt.Chart:
-    return alt.Chart(frame).mark_bar().encode(
+    return alt.Chart(frame).mark_bar(color=theme.INK_SOFT).encode(
         x=alt.X(f"{x}:N", sort=sort, title=None), y=alt.Y(f"{y}:Q", title=y.replace("_", " ")),
         tooltip=list(frame.columns)).properties(title=title, width=320, height=200)
 
 
 def _rate_chart(rate: pl.DataFrame) -> alt.Chart:
-    return alt.Chart(rate).mark_line().encode(
+    return alt.Chart(rate).mark_line(color=theme.INK_SOFT).encode(
         x=alt.X("t_start_s:Q", title="seconds from the first request"), y=alt.Y("rate_rps:Q", title="requests/s"),
-        tooltip=["t_start_s", "requests", "rate_rps"]).properties(title="Arrival rate", width=680, height=200)
+        tooltip=["t_start_s", "requests", "rate_rps"]).properties(title="Arrival rate", width=400, height=200)
 
 
 def _heatmap(cands: pl.DataFrame) -> alt.LayerChart:
@@ -239,14 +240,17 @@ def _tax_chart(tax: pl.DataFrame) -> alt.LayerChart:
     base = alt.Chart(tax).encode(y=alt.Y("shard:N", title=None))
     bars = base.mark_bar().encode(x=alt.X("gain_vs_default_pct:Q", title="gain over your default (%)"), color=color,
                                   tooltip=list(tax.columns))
-    err = base.mark_rule().encode(x="gain_ci_low:Q", x2="gain_ci_high:Q")
+    err = base.mark_rule(color=theme.INK, strokeWidth=2).encode(x="gain_ci_low:Q", x2="gain_ci_high:Q")
     return (bars + err).properties(title="The tax: what your default leaves on the table", width=520,
                                    height=alt.Step(26))
 
 
-def _show(chart: alt.TopLevelMixin, frame: pl.DataFrame, name: str, key: str) -> None:
-    st.altair_chart(charts.finish(chart), key=f"{PAGE}.{key}")
-    export.buttons(lambda: charts.finish(chart), frame, export.slug(name, key), f"{PAGE}.{key}")
+def _show(chart: alt.TopLevelMixin, frame: pl.DataFrame, name: str, key: str, context: str, simulated: bool) -> None:
+    """Draw at the chart's own size (stretched to the column, its legend would be cut off); the exported file
+    says which trace, family, GPU and default it is about, and carries the simulated label."""
+    charts.display(charts.finish(chart).to_dict(validate=False), key=f"{PAGE}.{key}")
+    export.buttons(lambda: charts.finish(charts.titled(chart, str(chart.title), context), export=True,
+                                         simulated=simulated), frame, f"{name}_{key}", f"{PAGE}.{key}")
 
 
 # ---- page ---------------------------------------------------------------------------------------------
@@ -295,19 +299,21 @@ if tid:
     st.caption("Workloads: " + ", ".join(f"{w} {s:.0%} (scored as {t['workload_scored_as'].get(w)})"
                                         for w, s in t["workload_mix"].items()))
     mix = rescore_summary.mix_frame(t["workload_mix"])
+    ctx = (f"trace {names.get(tid, '')} ({tid}) · {v['fam']} on {v['gpu']} · today: {v['default']}",
+           bool(doc["simulated"]))
     a, b = st.columns(2)
     with a:
-        _show(_bars(mix, "workload", "share", "Workload mix"), mix, name, "mix")
+        _show(_bars(mix, "workload", "share", "Workload mix"), mix, name, "mix", *ctx)
     with b:
         _show(_bars(summary["output"], "bin", "requests", "Output tokens", summary["output"]["bin"].to_list()),
-              summary["output"], name, "output")
+              summary["output"], name, "output", *ctx)
     a, b = st.columns(2)
     with a:
         _show(_bars(summary["input"], "bin", "requests", "Input tokens", summary["input"]["bin"].to_list()),
-              summary["input"], name, "input")
+              summary["input"], name, "input", *ctx)
     with b:
         if summary["rate"].height:
-            _show(_rate_chart(summary["rate"]), summary["rate"], name, "rate")
+            _show(_rate_chart(summary["rate"]), summary["rate"], name, "rate", *ctx)
         else:
             st.info(f"No timestamps: scored at a fixed concurrency of {doc['recommendations'][0]['load']['grid']}"
                     if doc["recommendations"] else "No timestamps.")
@@ -316,8 +322,8 @@ if tid:
     st.dataframe(recs.drop("vllm_args"), hide_index=True)
     cands = rescore_summary.candidates(doc)
     if cands.height:
-        _show(_heatmap(cands), cands, name, "heatmap")
-        _show(_tax_chart(rescore_summary.tax(doc)), rescore_summary.tax(doc), name, "tax")
+        _show(_heatmap(cands), cands, name, "heatmap", *ctx)
+        _show(_tax_chart(rescore_summary.tax(doc)), rescore_summary.tax(doc), name, "tax", *ctx)
     st.subheader("Deploy")
     for r in doc["recommendations"]:
         tie = "" if r["clear"] else " (tie: any of the tied configs is as good)"

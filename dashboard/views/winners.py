@@ -56,8 +56,8 @@ for gpu in gpus:
     charts.show("winner_heatmap", doc, gpu, families, workloads, f"{label} · concurrency {v['conc']}", key=key,
                 on_select=drill.click_handler(PAGE, key))
     rows = charts.winner_rows({**doc, "cells": [c for c in doc["cells"] if c["gpu"] == gpu]})
-    export.buttons(partial(charts.build, "winner_heatmap", doc, gpu, families, workloads,
-                           f"{label} · concurrency {v['conc']}", select=False),
+    export.buttons(partial(charts.exported, "winner_heatmap", doc, gpu, families, workloads,
+                           f"{label} · concurrency {v['conc']}", select=False, simulated=doc["simulated"]),
                    rows.drop("text_color", "lines"), export.slug(PAGE, v["metric"], gpu, f"c{v['conc']}"), key)
     shown.append((gpu, rows))
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from analysis import drilldown, explore, frames, gpu_compare, load, pareto, published, winners
-from dashboard import charts, export
+from dashboard import charts, export, theme
 from ingest import store
 
 F = frames.Filters(gpus=("MI300X",), families=("Qwen", "Gemma"), concurrency=(1,))
@@ -54,3 +56,75 @@ def test_winner_rows_name_ties_and_gains(built: dict):
     ties = rows.filter(~rows["clear"])
     assert ties.height > 0 and all(t.startswith("TIE\n") and "≈" in t for t in ties["label"])
     assert all(r["top1"] for r in rows.iter_rows(named=True))
+
+
+@pytest.mark.parametrize("kind", sorted(charts.BUILDERS))
+def test_an_exported_chart_has_a_title_and_the_simulated_label(built: dict, kind: str):
+    svg = export.chart_bytes(charts.exported(kind, *built[kind], title="Slide title", simulated=True), "svg")
+    assert b"SIMULATED DATA" in svg and b"Slide title" in svg
+    assert b'fill="#ffffff"' in svg.lower()[:2000]  # a white background, not transparent, for any slide theme
+    assert b"SIMULATED" not in export.chart_bytes(charts.exported(kind, *built[kind]), "svg")
+
+
+def _legends(node: object) -> list[dict]:
+    out = []
+    if isinstance(node, dict):
+        if isinstance(node.get("color"), dict) and node["color"].get("field") == "method" and node["color"].get(
+                "legend"):
+            out.append(node["color"]["legend"])
+        for v in node.values():
+            out += _legends(v)
+    elif isinstance(node, list):
+        for v in node:
+            out += _legends(v)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["depth_curves", "speedup", "candidates"])
+def test_method_legends_are_opaque_even_under_a_faint_band(built: dict, kind: str):
+    legends = _legends(charts.build(kind, *built[kind]).to_dict())
+    assert legends and all(lg.get("symbolOpacity") == 1 for lg in legends)
+
+
+@pytest.mark.parametrize("kind", ["depth_curves", "positions_grid", "tradeoff", "speedup", "efficiency",
+                                  "ratio_heatmap"])
+def test_faceted_charts_fit_the_main_column_of_a_laptop_screen(default_db, kind: str):
+    """A wide-layout page on a 1280 px screen has ~820 px for a chart; a wider one is cut off with its legend.
+    Measured with every family and workload of the default data."""
+    import re
+
+    from analysis import frames as fr
+
+    with store.session(default_db, read_only=True) as con:
+        f = fr.Filters(gpus=("MI300X",), concurrency=(1,))
+        args = {"depth_curves": (explore.by_depth(con, f, "output_throughput"), "Output throughput (tok/s)"),
+                "positions_grid": (explore.by_position(con, f),),
+                "tradeoff": (pareto.tradeoff(con, fr.Filters(gpus=("MI300X",))), "p99 end-to-end latency (ms)"),
+                "speedup": (load.speedup_vs_load(con, fr.Filters(gpus=("MI300X",))),),
+                "efficiency": (gpu_compare.efficiency(con, fr.Filters(concurrency=(1,))), "tok_s_per_watt",
+                               "output tok/s per watt"),
+                "ratio_heatmap": (gpu_compare.ratios(con, fr.Filters(concurrency=(1,)), "MI300X", "MI355X"),
+                                  "MI300X", "MI355X", ["Gemma", "Kimi", "MiniMax", "Qwen"],
+                                  ["chat", "code", "reasoning"])}[kind]
+    svg = export.chart_bytes(charts.build(kind, *args), "svg")[:500].decode()
+    assert float(re.search(r'width="([\d.]+)"', svg).group(1)) <= 800
+
+
+def test_background_ink_reads_on_both_themes(built: dict):
+    shown = charts.build("tradeoff", *built["tradeoff"]).to_dict()
+    assert theme.INK in json.dumps(shown)  # exports keep the dark ink (white background)
+    light, dark = theme.for_screen(shown), theme.for_screen(shown, dark=True)
+    for spec, ink in ((light, theme.SCREEN_INK), (dark, theme.DARK_INK)):
+        text = json.dumps(spec)
+        assert theme.INK not in text and theme.INK_SOFT not in text and ink[theme.INK] in text
+    assert theme.SELECTED_STROKE in json.dumps(theme.for_screen(charts.build(
+        "winner_heatmap", *built["winner_heatmap"]).to_dict()))  # what is drawn on cells keeps its colour
+
+
+def test_a_lower_is_better_heatmap_says_which_way_its_percentages_go(default_db):
+    with store.session(default_db, read_only=True) as con:
+        doc = winners.winners(con, "p99_tpot_ms", frames.Filters(concurrency=(1,), gpus=("MI300X",)))
+    subtitle = charts.winner_heatmap(doc, "MI300X", ["Qwen"], ["code"], "p99 TPOT (ms)").to_dict()["title"]["subtitle"]
+    assert any("better than no speculation" in line for line in subtitle)
+    tput = charts.winner_heatmap({**doc, "metric": "output_throughput"}, "MI300X", ["Qwen"], ["code"], "tok/s")
+    assert not any("better than" in line for line in tput.to_dict()["title"]["subtitle"])

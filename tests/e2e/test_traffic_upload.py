@@ -42,8 +42,15 @@ def test_upload_a_trace_in_the_browser(page, traffic_url, tmp_path):
     assert text.startswith("vllm serve ") and "--speculative-config" in text and "num_speculative_tokens" in text
     page.get_by_text("Simulated data on screen").wait_for()
     assert "trace=" in page.url
+    # every chart is drawn at its own size inside the page (stretched to a column, legends were cut off)
+    main = page.locator("[data-testid='stMainBlockContainer']").bounding_box()
+    for svg in page.locator("[data-testid='stVegaLiteChart'] svg.marks").all():
+        box = svg.bounding_box()
+        assert box["x"] + box["width"] <= main["x"] + main["width"] + 1
     # every chart exports its data: the heatmap's CSV holds one row per candidate
     with page.expect_download(timeout=120_000) as info:
         page.locator("[data-testid='stDownloadButton'] button", has_text="CSV").nth(4).click()
+    trace_id = page.url.split("trace=")[1].split("&")[0]
+    assert info.value.suggested_filename == f"traffic_{trace_id}_Gemma_MI300X_heatmap.csv"  # named like every view
     csv = Path(info.value.path()).read_text()
     assert csv.splitlines()[0].startswith("family,gpu,shard,method,depth") and "dflash" in csv
