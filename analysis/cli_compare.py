@@ -56,7 +56,8 @@ def to_markdown(report: dict) -> str:
         f"- winners decided on `{report['metric']}`; cells compared: {report['cells_compared']} "
         f"(only in A: {report['only_in_a']}, only in B: {report['only_in_b']})",
         f"- **winners changed: {report['winners_changed']}** of {report['groups_compared']} groups "
-        f"(unsettled: {report['winners_unsettled']})",
+        f"(unsettled: {report['winners_unsettled']}; not comparable, a run lacks the other's winner: "
+        f"{report['winners_not_comparable']})",
         f"- rule: {report['rule']}", "",
     ]
     if report["retune"]:
@@ -110,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{run_b} vs {run_a}: {report['cells_compared']} cells compared; "
               + ", ".join(f"{m} changed in {report['cells_changed'][m]}" for m in COMPARED[:4]))
         print(f"winners changed: {report['winners_changed']} of {report['groups_compared']} groups "
-              f"(unsettled {report['winners_unsettled']})")
+              f"(unsettled {report['winners_unsettled']}, not comparable {report['winners_not_comparable']})")
         for r in report["retune"]:
             print(f"  re-tune {r['shard']:<34} {_pair(r['from']):>10} -> {_pair(r['to']):<10} "
                   f"{_fmt(r['gain_pct'], True)}")

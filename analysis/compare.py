@@ -10,7 +10,9 @@ Winners are decided in each run separately with the winner rule (:func:`analysis
 restricted to that run). The rule for a **changed winner** of a group (GPU × family × workload × load):
 the winners differ, A's winner is not in B's tied set and B's winner is not in A's tied set — i.e. in
 neither run are the two a tie. A differing winner that fails this is reported as ``unsettled``, not
-flagged. Every changed group is a shard to re-tune: move from A's winner to B's, with the gain B's winner
+flagged. A differing winner that one run never measured (B has no cell for A's winner, or A none for
+B's) is ``not_comparable``, not flagged: a run with fewer methods must not raise a drift alert for what
+it simply did not run. Every changed group is a shard to re-tune: move from A's winner to B's, with the gain B's winner
 has over A's winner *in run B* (what staying put now costs).
 """
 
@@ -31,8 +33,9 @@ COMPARED: tuple[str, ...] = (
     "acceptance_rate", "acceptance_length", "output_throughput", "p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms",
 )
 GROUP = winners.GROUP
-RULE = ("changed = the winners differ and neither run ties them (B's winner is not in A's tied set and A's winner "
-        "is not in B's tied set); a differing winner that is a tie in either run is 'unsettled', not flagged")
+RULE = ("changed = the winners differ, each was measured in both runs, and neither run ties them (B's winner is "
+        "not in A's tied set and A's winner is not in B's tied set); a differing winner that is a tie in either run "
+        "is 'unsettled', one that a run did not measure is 'not_comparable'; neither is flagged")
 MIN_REPLICATES = 10
 
 
@@ -129,7 +132,13 @@ def _side(g: dict) -> dict:
     return {**g["winner"], "clear": g["clear"], "tied": [{"method": m, "depth": d} for m, d in tied]}
 
 
-def group_changes(res_a: dict, res_b: dict, cells_b: pl.DataFrame, metric: str) -> list[dict]:
+def _measured(cells: pl.DataFrame, key: tuple, pair: tuple[str, int]) -> pl.DataFrame:
+    return cells.filter(*(pl.col(k) == v for k, v in zip(GROUP, key, strict=True)),
+                        pl.col("method") == pair[0], pl.col("depth") == pair[1])
+
+
+def group_changes(res_a: dict, res_b: dict, cells_a: pl.DataFrame, cells_b: pl.DataFrame,
+                  metric: str) -> list[dict]:
     """Per group decided in both runs: each run's winner and whether the change is flagged."""
     m = get_metric(metric)
     by_a = {tuple(g[k] for k in GROUP): g for g in res_a["cells"]}
@@ -142,12 +151,16 @@ def group_changes(res_a: dict, res_b: dict, cells_b: pl.DataFrame, metric: str) 
         wa, wb = _pair(ga["winner"]), _pair(gb["winner"])
         tied_a = {_pair(t) for t in ga["tied"]} | {wa}
         tied_b = {_pair(t) for t in gb["tied"]} | {wb}
-        status = "same" if wa == wb else "changed" if (wb not in tied_a and wa not in tied_b) else "unsettled"
         gain = None
-        if wa != wb:
-            old = cells_b.filter(*(pl.col(k) == v for k, v in zip(GROUP, key, strict=True)),
-                                 pl.col("method") == wa[0], pl.col("depth") == wa[1])
-            old_value = old[m.name][0] if old.height and m.name in old.columns else None
+        old = _measured(cells_b, key, wa) if wa != wb else cells_b.clear()
+        if wa == wb:
+            status = "same"
+        elif old.height == 0 or _measured(cells_a, key, wb).height == 0:
+            status = "not_comparable"
+        else:
+            status = "changed" if (wb not in tied_a and wa not in tied_b) else "unsettled"
+        if old.height:
+            old_value = old[m.name][0] if m.name in old.columns else None
             new_value = gb["winner"]["value"]
             if old_value and new_value:
                 gain = (new_value / old_value if m.higher_is_better else old_value / new_value) * 100 - 100
@@ -189,7 +202,7 @@ def compare_runs(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, opts: C
     cells_b = frames.cells(con, frames.Filters(runs=(run_b,)))
     res = [winners.winners(con, metric.name, frames.Filters(runs=(r,)),
                            best_depth_per_method=opts.best_depth_per_method) for r in (run_a, run_b)]
-    groups = group_changes(res[0], res[1], cells_b, metric.name)
+    groups = group_changes(res[0], res[1], cells_a, cells_b, metric.name)
     changes = cell_changes(con, cells_a, cells_b, opts.level)
     ids_a, ids_b = set(cells_a["cell_id"].to_list()), set(cells_b["cell_id"].to_list())
     runs = frames.runs(con)
@@ -201,6 +214,7 @@ def compare_runs(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, opts: C
         "cells_changed": {m: sum(1 for c in changes if c["metrics"][m]["significant"]) for m in COMPARED},
         "groups_compared": len(groups), "winners_changed": sum(g["status"] == "changed" for g in groups),
         "winners_unsettled": sum(g["status"] == "unsettled" for g in groups),
+        "winners_not_comparable": sum(g["status"] == "not_comparable" for g in groups),
         "groups": groups, "retune": retune(groups), "cells": changes,
         "backends": backends, "simulated": "sim" in backends,
     }

@@ -20,7 +20,7 @@ from dashboard import data, export, widgets
 PAGE = "runs"
 RUN_COLUMNS = ("run_id", "backend", "started_at", "finished_at", "source", "host", "gpu_model", "engine_version",
                "cells", "cells_failed", "requests", "importer", "notes")
-STATUS_ORDER = {"changed": 0, "unsettled": 1, "same": 2}
+STATUS_ORDER = {"changed": 0, "unsettled": 1, "not_comparable": 2, "same": 3}
 
 
 @st.cache_data(ttl=data.TTL_S, show_spinner="Comparing runs…")
@@ -115,7 +115,8 @@ c1.metric("Cells compared", report["cells_compared"])
 c2.metric("Winners changed", report["winners_changed"])
 c3.metric("Unsettled (tie)", report["winners_unsettled"])
 c4.metric("Throughput changed", report["cells_changed"]["output_throughput"])
-st.caption(f"Rule: {report['rule']}. Intervals: 95 % from bootstrap replicates (B − A).")
+st.caption(f"Rule: {report['rule']}. Not comparable (a run lacks the other's winner): "
+           f"{report['winners_not_comparable']}. Intervals: 95 % from bootstrap replicates (B − A).")
 
 retune = retune_table(report)
 if retune.height:

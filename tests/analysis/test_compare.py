@@ -201,6 +201,12 @@ def _group(winner: tuple[str, int], tied: list[tuple[str, int]]) -> dict:
             "tied": [{"method": m, "depth": d, "value": 1.0} for m, d in tied]}
 
 
+def _cells(*pairs: tuple[str, int, float]) -> pl.DataFrame:
+    return pl.DataFrame({"gpu": "G", "family": "F", "workload": "W", "concurrency": 1,
+                         "method": [m for m, _, _ in pairs], "depth": [d for _, d, _ in pairs],
+                         "output_throughput": [v for _, _, v in pairs]})
+
+
 @pytest.mark.parametrize(("a", "b", "status"), [
     (_group(("mtp", 3), []), _group(("mtp", 3), []), "same"),
     (_group(("mtp", 3), []), _group(("dflash", 2), []), "changed"),
@@ -211,12 +217,25 @@ def _group(winner: tuple[str, int], tied: list[tuple[str, int]]) -> dict:
 def test_changed_rule(a: dict, b: dict, status: str) -> None:
     from analysis.compare import group_changes
 
-    cells_b = pl.DataFrame({"gpu": ["G"], "family": ["F"], "workload": ["W"], "concurrency": [1], "method": ["mtp"],
-                            "depth": [3], "output_throughput": [80.0]})
-    (g,) = group_changes({"cells": [a]}, {"cells": [b]}, cells_b, "output_throughput")
+    both = _cells(("mtp", 3, 80.0), ("dflash", 2, 100.0), ("eagle3", 2, 70.0))
+    (g,) = group_changes({"cells": [a]}, {"cells": [b]}, both, both, "output_throughput")
     assert g["status"] == status
     if a["winner"]["method"] != b["winner"]["method"]:
         assert g["gain_pct"] == pytest.approx(25.0)  # B's winner (100) over A's winner measured in B (80)
+
+
+def test_a_winner_the_other_run_never_measured_is_not_comparable_not_changed() -> None:
+    """Run B left dflash out of its matrix: A's dflash winner cannot lose to B's mtp, so no alert."""
+    from analysis.compare import group_changes, retune
+
+    a, b = _group(("dflash", 5), []), _group(("mtp", 3), [])
+    cells_a = _cells(("dflash", 5, 120.0), ("mtp", 3, 90.0))
+    cells_b = _cells(("mtp", 3, 100.0))
+    (g,) = group_changes({"cells": [a]}, {"cells": [b]}, cells_a, cells_b, "output_throughput")
+    assert (g["status"], g["gain_pct"]) == ("not_comparable", None) and retune([g]) == []
+    # the other direction: B's new winner was never run in A
+    (g,) = group_changes({"cells": [b]}, {"cells": [a]}, cells_b, cells_a, "output_throughput")
+    assert g["status"] == "not_comparable"
 
 
 def test_nightly_script_runs_compares_and_alerts(drift_db: Path, tmp_path: Path) -> None:
