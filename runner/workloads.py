@@ -19,6 +19,7 @@ arrivals. Relative paths resolve against the matrix file's folder. Bad files rai
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -78,8 +79,10 @@ def resolve_source(spec: WorkloadSpec, base_dir: Path | None) -> tuple[str, Path
     if not path.is_absolute() and base_dir is not None and (base_dir / path).exists():
         path = base_dir / path
     if not path.is_file():
+        close = difflib.get_close_matches(src, builtin_names(), n=1, cutoff=0.6) if "/" not in src else []
+        hint = f"; did you mean the built-in {close[0]!r}?" if close else ""
         raise InputError(src, 0, f"workload {spec.name}: no such file, and not a built-in prompt set "
-                                 f"({', '.join(builtin_names())})")
+                                 f"({', '.join(builtin_names())}){hint}")
     if fmt in ("prompts", "jsonl-prompts", "sharegpt", "specbench"):
         return ("prompts" if fmt == "jsonl-prompts" else fmt), path
     if fmt == "trace":

@@ -76,3 +76,39 @@ def test_shipped_matrices_load(monkeypatch: pytest.MonkeyPatch) -> None:
     assert smoke.launch.startswith("python -m vllm") and len(smoke.cells()) == 2
     default = load_matrix(REPO / "runner" / "matrices" / "default.toml")
     assert default.adaptive is None and default.launch == "vllm serve {model} --host 127.0.0.1 --port {port} {args}"
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("[run]\n", "[run]\nrequest_per_cell = 20\n",
+     "run.request_per_cell: unknown key (did you mean 'requests_per_cell'?)"),
+    ("[workloads.chat]\n", "[workloads.chat]\nmax_token = 48\n",
+     "workloads.chat.max_token: unknown key (did you mean 'max_tokens'?)"),
+    ("[methods.none]\n", "[methods.ngram]\ndepth = [3]\n", "methods.ngram.depth: unknown key (did you mean 'depths'?)"),
+    ('model = "m"\n', 'model = "m"\ntp = 2\n', "families.F.tp: unknown key (expected one of model, "),
+    ("[run]\n", "[loads]\nconcurrency = [2]\n[run]\n", "loads: unknown key (did you mean 'load'?)"),
+    ("[run]\n", "[load]\nconcurency = [4]\n[run]\n", "load.concurency: unknown key (did you mean 'concurrency'?)"),
+])
+def test_a_misspelled_key_is_refused_on_its_line(tmp_path: Path, old: str, new: str, message: str) -> None:
+    """A typo must never fall back to a default silently (request_per_cell = 20 used to run 200 per cell)."""
+    path = write(tmp_path)
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(InputError) as info:
+        load_matrix(path)
+    lines = path.read_text().splitlines()
+    key = message.split(":")[0].split(".")[-1]
+    assert info.value.message.startswith(message), info.value.message
+    assert info.value.line > 0 and key in lines[info.value.line - 1], (info.value.line, lines)
+
+
+def test_plan_and_run_refuse_a_misspelled_key_with_exit_2(tmp_path: Path) -> None:
+    from tests.conftest import cli
+
+    path = write(tmp_path, run="request_per_cell = 20")
+    for args in (["plan"], ["run", "--db", str(tmp_path / "s.duckdb")]):
+        res = cli("runner", *args, "--matrix", str(path))
+        assert res.returncode == 2 and res.stdout == ""
+        assert res.stderr.strip() == (f"error: {path}:10: run.request_per_cell: unknown key "
+                                      "(did you mean 'requests_per_cell'?)")
+    assert not (tmp_path / "s.duckdb").exists()
