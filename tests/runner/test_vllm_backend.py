@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ingest import sql, store
+from ingest.errors import InputError
 from runner.backends.vllm import VllmBackend
 from runner.execute import RunOptions, RunSummary, run_matrix
 from runner.matrix import load_matrix
@@ -106,13 +107,31 @@ def test_start_failure_and_start_timeout_fail_their_cells_and_the_run_goes_on(tm
     assert wait_gone(tmp_path / "runs") == []
 
 
-def test_port_taken_fails_the_start(tmp_path: Path) -> None:
+def test_port_taken_at_the_start_is_bad_input_and_taken_later_fails_the_start(tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
         path = write_matrix(tmp_path, ["ok"], methods="[methods.none]", run_extra=f"port = {port}")
-        summary = run(tmp_path, path)
+        # taken before the run: every start would fail, so the run refuses to begin (exit 2, nothing written)
+        with pytest.raises(InputError, match=rf"run\.port: port {port} is already in use"):
+            run(tmp_path, path)
+        assert not (tmp_path / "s.duckdb").exists()
+
+        # taken after the run began (another process grabbed it between server starts): the start fails
+        class LatePort(VllmBackend):
+            def prepare(self, *args: object, **kw: object) -> None:
+                sock.close()
+                super().prepare(*args, **kw)  # type: ignore[arg-type]
+                grab = socket.socket()
+                grab.bind(("127.0.0.1", port))
+                grab.listen()
+                self.grabbed = grab
+
+        late = LatePort()
+        opts = RunOptions(backend="vllm", db=tmp_path / "s.duckdb", runs_dir=tmp_path / "runs", run_id="R")
+        summary = run_matrix(load_matrix(path), opts, backend=late)
+        late.grabbed.close()
     assert summary.cells_failed == 1
     assert summary.failures[0]["error"] == f"server start failed: port {port} in use"
 
