@@ -1,22 +1,45 @@
-"""The runner's progress display: cells done/total, the current server config and an ETA (rich, on stderr)."""
+"""The runner's progress display: cells done/total, the current server config and an ETA (rich, on stderr).
+
+The ETA is the run's own average so far (elapsed / cells done × cells left, server starts included), shown
+from the first finished cell on. Rich's own remaining-time column averages only the last 30 s of updates,
+so with cells that take minutes it never shows anything.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import timedelta
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
+from rich.text import Text
 
 from runner.execute import Progress as ProgressFn
+
+
+def eta_seconds(elapsed_s: float | None, done: float, total: float | None) -> float | None:
+    """Seconds left at the run's average pace so far; None before the first cell finished."""
+    if elapsed_s is None or total is None or done <= 0:
+        return None
+    return max(0.0, elapsed_s / done * (total - done))
+
+
+class RunEtaColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        left = eta_seconds(task.elapsed, task.completed, task.total)
+        if left is None:
+            return Text("ETA -:--:--", style="progress.remaining")
+        return Text(f"ETA {timedelta(seconds=round(left))}", style="progress.remaining")
 
 
 @contextlib.contextmanager
@@ -27,7 +50,7 @@ def progress_display(*, quiet: bool) -> Iterator[ProgressFn | None]:
     console = Console(stderr=True)
     bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("cells"),
-        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False,
+        TimeElapsedColumn(), RunEtaColumn(), console=console, transient=False,
     )
     task: list[TaskID] = []  # started on the first update, so an early error stays one clean line
 
