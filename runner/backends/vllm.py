@@ -33,7 +33,7 @@ from runner.vllm import pidfile
 from runner.vllm.cell import Target, auth_headers, measure_cell
 from runner.vllm.client import run_load
 from runner.vllm.server import ServerStartError, VllmServer, failure_detail, port_in_use
-from runner.workloads import WorkloadRequests, load_workload
+from runner.workloads import WorkloadRequests, filler_words, load_workload, synth_prompt
 
 if TYPE_CHECKING:
     from runner.execute import Progress
@@ -64,6 +64,7 @@ class VllmBackend:
         self.progress: Progress | None = None
         self.requests: dict[str, WorkloadRequests] = {}
         self.reaped: list[int] = []
+        self.tokens_per_estimate: dict[str, float | None] = {}  # model -> its tokenizer vs the estimate
 
     # ---- run setup ----------------------------------------------------------------------------------
 
@@ -141,11 +142,11 @@ class VllmBackend:
                         server = None
                         self._fail(cells[i:], sink, f"server start failed: {exc}")
                         return
-                self._note(f"{label}: {key.workload} @ concurrency {key.concurrency}")
                 srv = server
+                reqs = self._requests_for(srv.base_url, config.model, key.workload)
+                self._note(f"{label}: {key.workload} @ concurrency {key.concurrency}")
                 target = Target(srv.base_url, config.model, died=lambda srv=srv: _died(srv))
-                sink(measure_cell(matrix, key, target, self.requests[key.workload],
-                                  config.family_spec.tensor_parallel_size))
+                sink(measure_cell(matrix, key, target, reqs, config.family_spec.tensor_parallel_size))
         finally:
             if server is not None:
                 server.stop()
@@ -181,11 +182,24 @@ class VllmBackend:
         if matrix.warmup_requests <= 0:
             return
         wl = matrix.workload(first.workload)
-        prompts = self.requests[first.workload].prompts[: matrix.warmup_requests]
+        prompts = self._requests_for(base_url, model, first.workload).prompts[: matrix.warmup_requests]
         asyncio.run(run_load(base_url, model, prompts, min(2, len(prompts)), endpoint=matrix.endpoint,  # type: ignore[arg-type]
                              max_tokens=min(wl.max_tokens, WARMUP_MAX_TOKENS), temperature=wl.temperature,
                              timeout_s=matrix.request_timeout_s, stall_timeout_s=matrix.stall_timeout_s,
                              headers=auth_headers()))
+
+    def _requests_for(self, base_url: str, model: str, workload: str) -> WorkloadRequests:
+        """A workload's requests for this server: a trace's synthesized prompts re-made to the trace's input
+        lengths in *this* model's tokens (the reader could only estimate them), measured once per model."""
+        reqs = self.requests[workload]
+        if not reqs.synth or not any(reqs.synth):
+            return reqs
+        if model not in self.tokens_per_estimate:
+            ratio = self.tokens_per_estimate[model] = tokens_per_estimate(base_url, model)
+            self._note(f"{model}: synthesized prompts fitted to its tokenizer ({ratio:.2f} tokens per estimated "
+                       f"token)" if ratio else f"{model}: no /tokenize: synthesized prompts keep estimated lengths")
+        ratio = self.tokens_per_estimate[model]
+        return reqs.resynthesized(ratio) if ratio else reqs
 
     @staticmethod
     def _fail(cells: list[CellKey], sink: Sink, reason: str) -> None:
@@ -209,8 +223,9 @@ class VllmBackend:
             return None if server.health(timeout_s=5.0) else f"endpoint {self.endpoint} stopped answering /health"
 
         for key in cells:
+            reqs = self._requests_for(self.endpoint, model, key.workload)
             self._note(f"{config.label()}: {key.workload} @ concurrency {key.concurrency}")
-            sink(measure_cell(matrix, key, Target(self.endpoint, model, died), self.requests[key.workload],
+            sink(measure_cell(matrix, key, Target(self.endpoint, model, died), reqs,
                               config.family_spec.tensor_parallel_size))
 
 
@@ -340,6 +355,24 @@ def check_endpoint(endpoint: str, config: ServerConfig, timeout_s: float = 10.0)
     if config.method != "none" and positions and len(positions) != config.depth:
         raise UsageError(f"--endpoint {endpoint}: the server drafts {len(positions)} tokens per step, but the "
                          f"matrix's server config is {label}")
+
+
+CALIBRATION_TOKENS = 1000
+
+
+def tokens_per_estimate(base_url: str, model: str, timeout_s: float = 30.0) -> float | None:
+    """Real tokens per estimated token of synthesized text on the server's tokenizer (vLLM's /tokenize),
+    or None when the server cannot say."""
+    text = synth_prompt(CALIBRATION_TOKENS, filler_words(), offset=0)
+    try:
+        resp = httpx.post(f"{base_url}/tokenize", json={"model": model, "prompt": text}, timeout=timeout_s,
+                          trust_env=False, headers=auth_headers())
+        count = resp.json().get("count") if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
+        return None
+    return count / CALIBRATION_TOKENS
 
 
 def _died(server: VllmServer) -> str | None:
