@@ -74,7 +74,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     print(f"{_plural(plan.cells, 'cell')} in {_plural(len(plan.server_configs), 'server config')}, "
           f"{plan.requests_per_cell:g} {per_cell[plan.requests_basis]}; ~{plan.estimated_gpu_hours:.1f} GPU-hours")
     names = {"earlier_runs": "from earlier runs in the store", "cost_model": "from the cost model",
-             "flat_guess": "a flat guess"}
+             "flat_guess": "from a flat guess"}
     parts = [f"{n} {names[k]}" for k, n in plan.estimate_sources.items() if n]
     print(f"  cell times: {', '.join(parts) or 'none'}; plus ~{_duration(SERVER_START_S)} per server start "
           f"(a guess); in run order:")

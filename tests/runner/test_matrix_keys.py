@@ -112,3 +112,17 @@ def test_plan_and_run_refuse_a_misspelled_key_with_exit_2(tmp_path: Path) -> Non
         assert res.stderr.strip() == (f"error: {path}:10: run.request_per_cell: unknown key "
                                       "(did you mean 'requests_per_cell'?)")
     assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_the_documented_example_uses_only_known_keys(tmp_path: Path) -> None:
+    """docs/matrix.md's "every key" example is the key list the loader accepts (no key refused there)."""
+    import re
+
+    block = re.search(r"```toml\n(.*?)```", (REPO / "docs" / "matrix.md").read_text(), re.S)
+    assert block is not None
+    path = tmp_path / "doc.toml"
+    path.write_text(block.group(1))
+    m = load_matrix(path)
+    assert [w.name for w in m.workloads] == ["code", "chat", "prod"] and m.adaptive is not None
+    assert m.port == 8000 and m.env == {"VLLM_USE_V1": "1"} and m.families[0].draft_models == {
+        "eagle3": "/models/qwen3.5-eagle3"}
