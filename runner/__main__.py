@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import shlex
@@ -107,9 +108,21 @@ def _stop_on_terminate() -> Iterator[None]:
     fired: list[int] = []
 
     def handler(signum: int, _frame: object) -> None:
-        if not fired:  # the first one unwinds; a repeat must not cut the servers' shutdown short
-            fired.append(signum)
+        if fired:  # the first one unwinds; a repeat must not cut the servers' shutdown short
+            return
+        fired.append(signum)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise _Terminated(signum) from None
+        # Inside a load, raising here would land in whichever task runs (an aiohttp writer, say), which
+        # then dies with "Task exception was never retrieved" and a traceback. Raise from a loop callback
+        # instead, as asyncio does for Ctrl-C: the loop stops and asyncio.run cancels every request.
+
+        def interrupt() -> None:
             raise _Terminated(signum)
+
+        loop.call_soon_threadsafe(interrupt)
 
     wanted = [signal.SIGTERM, signal.SIGHUP]
     try:
