@@ -58,8 +58,11 @@ class VllmBackend:
     kind = "vllm"
     long_running = True  # cells take minutes: execute opens the store per landed cell
 
-    def __init__(self, endpoint: str | None = None) -> None:
+    def __init__(self, endpoint: str | None = None, host_checks: bool = True) -> None:
         self.endpoint = normalize_endpoint(endpoint) if endpoint else None
+        # Launch command, model paths and run.port are checked on the host that launches: not on a Ray
+        # driver, whose GPU nodes hold vLLM and the models (each node's task checks its own).
+        self.host_checks = host_checks
         self.run_dir: Path | None = None
         self.progress: Progress | None = None
         self.requests: dict[str, WorkloadRequests] = {}
@@ -76,11 +79,11 @@ class VllmBackend:
                 raise UsageError(f"--endpoint attaches to one running server, but the matrix has "
                                  f"{len(matrix.server_configs())} server configs")
             check_endpoint(self.endpoint, matrix.server_configs()[0])
-        else:
+        elif self.host_checks:
             check_launch(matrix)
         self.run_dir = Path(runs_dir) / slug(run_id)
         self.reaped = pidfile.reap(self.run_dir) if self.run_dir.is_dir() else []
-        if not self.endpoint and matrix.port is not None and port_in_use(matrix.port):
+        if self.host_checks and not self.endpoint and matrix.port is not None and port_in_use(matrix.port):
             raise InputError(matrix.path, key_line_of(matrix, ["run", "port"]),
                              f"run.port: port {matrix.port} is already in use on this host (another server? stop "
                              f"it, or leave run.port out and the runner picks a free port per server start)")

@@ -175,3 +175,18 @@ def test_an_endpoint_that_is_not_there_or_not_vllm_is_exit_2_at_once(tmp_path: P
     assert res.returncode == 2 and res.stderr.strip() == ("error: --endpoint http//127.0.0.1:8000: not a URL "
                                                           "(expected e.g. http://gpu-host:8000)")
     assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_a_ray_driver_leaves_host_checks_to_the_nodes(tmp_path: Path) -> None:
+    """On a Ray driver vLLM and the models need not exist (the GPU nodes hold them): prepare only reads the
+    workloads there, and each node's task checks its own host."""
+    from runner.backends.vllm import VllmBackend
+
+    path = _matrix(tmp_path, "/models/only-on-the-gpu-nodes")
+    path.write_text(path.read_text().replace("launch = '", "launch = 'vllm-only-on-nodes serve {model} # "))
+    matrix = load_matrix(path)
+    with pytest.raises(InputError):
+        VllmBackend().prepare(matrix, "R", tmp_path / "runs")
+    driver = VllmBackend(host_checks=False)
+    driver.prepare(matrix, "R", tmp_path / "runs")
+    assert set(driver.requests) == {"code"}  # the Ray path end to end: tests/runner/test_cluster.py
