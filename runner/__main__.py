@@ -161,6 +161,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.endpoint:
         if args.backend != "vllm":
             raise UsageError("--endpoint needs --backend vllm")
+        if args.ray:
+            raise UsageError("--endpoint attaches to one running server; it cannot be combined with --ray")
         from runner.backends.vllm import VllmBackend
 
         backend = VllmBackend(endpoint=args.endpoint)

@@ -190,3 +190,10 @@ def test_a_ray_driver_leaves_host_checks_to_the_nodes(tmp_path: Path) -> None:
     driver = VllmBackend(host_checks=False)
     driver.prepare(matrix, "R", tmp_path / "runs")
     assert set(driver.requests) == {"code"}  # the Ray path end to end: tests/runner/test_cluster.py
+
+
+def test_endpoint_with_ray_is_a_usage_error(tmp_path: Path) -> None:
+    res = cli("runner", "run", "--matrix", str(_matrix(tmp_path)), "--backend", "vllm", "--endpoint",
+              "http://127.0.0.1:9", "--ray", "auto", "--db", str(tmp_path / "s.duckdb"))
+    assert res.returncode == 2 and res.stderr.strip() == ("error: --endpoint attaches to one running server; it "
+                                                          "cannot be combined with --ray")
