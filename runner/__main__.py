@@ -139,7 +139,7 @@ def _stop_on_terminate() -> Iterator[None]:
 
 def _resume_command(args: argparse.Namespace, run_id: str) -> str:
     argv = ["python", "-m", "runner", "run", "--matrix", str(args.matrix), "--backend", args.backend,
-            "--run-id", run_id, "--resume"]
+            "--run-id", run_id, "--retry-failed" if args.retry_failed else "--resume"]
     for flag, value in (("--db", args.db), ("--runs-dir", args.runs_dir), ("--endpoint", args.endpoint),
                         ("--ray", args.ray)):
         if value is not None:

@@ -45,7 +45,6 @@ class RunSummary:
     cells_skipped: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
     skipped_failed: int = 0  # of cells_skipped, those that had failed earlier (--retry-failed reruns them)
-    cells_total: int = 0  # cells this invocation set out to run (not counting skipped ones)
 
     def as_dict(self) -> dict[str, object]:
         return {"run_id": self.run_id, "cells_ok": self.cells_ok, "cells_failed": self.cells_failed,
@@ -175,7 +174,7 @@ def _run(matrix: Matrix, opts: RunOptions, backend: Backend, run_id: str, summar
         ))
     todo, skipped, skipped_failed = pending_cells_detail(matrix, run_id, opts)
     summary.cells_skipped, summary.skipped_failed = skipped, skipped_failed
-    total = summary.cells_total = len(todo)
+    total = len(todo)
     done = 0
     # A slow backend (a real server config can run for an hour) lands each cell through its own short
     # connection so other processes — a second runner, the dashboard — can take the store in between; the
