@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
+import shlex
+import signal
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ingest.cli import OneLineParser
@@ -33,31 +39,116 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _plural(n: int | float, word: str) -> str:
+    return f"{n:g} {word}" + ("" if n == 1 else "s")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _cmd_plan(args: argparse.Namespace) -> int:
     from runner.matrix import load_matrix
-    from runner.plan import plan_matrix
+    from runner.plan import SERVER_START_S, plan_matrix
+    from runner.workloads import resolve_source
 
-    plan = plan_matrix(load_matrix(args.matrix), args.db)
+    matrix = load_matrix(args.matrix)
+    warnings = []
+    for wl in matrix.workloads:  # what `run` would refuse at its start; a plan made elsewhere only warns
+        try:
+            resolve_source(wl, matrix.path.parent)
+        except InputError as exc:
+            warnings.append(exc.one_line().replace("error: ", "warning: ", 1))
+    plan = plan_matrix(matrix, args.db)
+    for w in warnings:
+        print(w, file=sys.stderr)
     if args.json:
         print(json.dumps(plan.as_dict(), indent=2))
-    else:
-        print(f"{plan.cells} cells in {len(plan.server_configs)} server configs; "
-              f"~{plan.estimated_gpu_hours:.1f} GPU-hours ({plan.estimate_sources})")
-        for cfg in plan.server_configs:
-            print(f"  {cfg['order']:>4}. {cfg['label']:<36} {cfg['cells']:>3} cells  ~{cfg['estimated_s']:.0f} s")
-        if plan.adaptive and "requests_saved_pct" in plan.adaptive:
-            a = plan.adaptive
-            print(f"adaptive stopping (simulated, {a['cells_simulated']} cells, target width "
-                  f"{a['target_rel_width']:g}): {a['mean_adaptive_requests_per_cell']:g} requests/cell vs "
-                  f"{a['fixed_requests_per_cell']} fixed for equal CI width — {a['requests_saved_pct']:g} % fewer "
-                  f"requests, {a['gpu_time_saved_pct']:g} % less GPU time, ~{a['gpu_hours_saved']:.1f} GPU-hours saved")
-        elif plan.adaptive:
-            print(f"adaptive stopping: {plan.adaptive.get('note', 'no simulated estimate')}")
+        return 0
+    per_cell = {"requests_per_cell": "requests per cell",
+                "adaptive_simulated": "requests per cell (adaptive stopping, simulated mean)",
+                "adaptive_max": "requests per cell (adaptive max_requests: no simulated estimate)"}
+    print(f"{_plural(plan.cells, 'cell')} in {_plural(len(plan.server_configs), 'server config')}, "
+          f"{plan.requests_per_cell:g} {per_cell[plan.requests_basis]}; ~{plan.estimated_gpu_hours:.1f} GPU-hours")
+    names = {"earlier_runs": "from earlier runs in the store", "cost_model": "from the cost model",
+             "flat_guess": "from a flat guess"}
+    parts = [f"{n} {names[k]}" for k, n in plan.estimate_sources.items() if n]
+    print(f"  cell times: {', '.join(parts) or 'none'}; plus ~{_duration(SERVER_START_S)} per server start "
+          f"(a guess); in run order:")
+    for cfg in plan.server_configs:
+        print(f"  {cfg['order']:>4}. {cfg['label']:<36} {_plural(int(cfg['cells']), 'cell'):>9}  "  # type: ignore[call-overload]
+              f"~{_duration(float(cfg['estimated_s']))}")  # type: ignore[arg-type]
+    if plan.adaptive and "requests_saved_pct" in plan.adaptive:
+        a = plan.adaptive
+        print(f"adaptive stopping (simulated, {a['cells_simulated']} cells, target width "
+              f"{a['target_rel_width']:g}): {a['mean_adaptive_requests_per_cell']:g} requests/cell vs "
+              f"{a['fixed_requests_per_cell']} fixed for equal CI width — {a['requests_saved_pct']:g} % fewer "
+              f"requests, {a['gpu_time_saved_pct']:g} % less GPU time, ~{a['gpu_hours_saved']:.1f} GPU-hours saved "
+              f"(~{a['adaptive_gpu_hours']:.1f} vs ~{a['fixed_gpu_hours']:.1f})")
+    elif plan.adaptive:
+        print(f"adaptive stopping: {plan.adaptive.get('note', 'no simulated estimate')}")
     return 0
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, turned into an interrupt so every ``finally`` stops its server (a vLLM server runs
+    in its own session: a runner that simply died would leave it holding the GPUs)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stop_on_terminate() -> Iterator[None]:
+    fired: list[int] = []
+
+    def handler(signum: int, _frame: object) -> None:
+        if fired:  # the first one unwinds; a repeat must not cut the servers' shutdown short
+            return
+        fired.append(signum)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise _Terminated(signum) from None
+        # Inside a load, raising here would land in whichever task runs (an aiohttp writer, say), which
+        # then dies with "Task exception was never retrieved" and a traceback. Raise from a loop callback
+        # instead, as asyncio does for Ctrl-C: the loop stops and asyncio.run cancels every request.
+
+        def interrupt() -> None:
+            raise _Terminated(signum)
+
+        loop.call_soon_threadsafe(interrupt)
+
+    wanted = [signal.SIGTERM, signal.SIGHUP]
+    try:
+        previous = {s: signal.signal(s, handler) for s in wanted}
+    except ValueError:  # not the main thread (e.g. called from a test harness): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _resume_command(args: argparse.Namespace, run_id: str) -> str:
+    argv = ["python", "-m", "runner", "run", "--matrix", str(args.matrix), "--backend", args.backend,
+            "--run-id", run_id, "--retry-failed" if args.retry_failed else "--resume"]
+    for flag, value in (("--db", args.db), ("--runs-dir", args.runs_dir), ("--endpoint", args.endpoint),
+                        ("--ray", args.ray)):
+        if value is not None:
+            argv += [flag, str(value)]
+    return shlex.join(argv)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
-    from runner.execute import RunOptions, run_matrix
+    from runner.execute import RunInterrupted, RunOptions, run_matrix
     from runner.matrix import load_matrix
     from runner.progress import progress_display
 
@@ -70,23 +161,50 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.endpoint:
         if args.backend != "vllm":
             raise UsageError("--endpoint needs --backend vllm")
+        if args.ray:
+            raise UsageError("--endpoint attaches to one running server; it cannot be combined with --ray")
         from runner.backends.vllm import VllmBackend
 
         backend = VllmBackend(endpoint=args.endpoint)
-    if args.ray:
-        from runner.cluster import run_matrix_ray
+    t0 = time.monotonic()
+    try:
+        with _stop_on_terminate():
+            if args.ray:
+                from runner.cluster import run_matrix_ray
 
-        with progress_display(quiet=args.json) as progress:
-            summary = run_matrix_ray(matrix, opts, address=args.ray, progress=progress)
-    else:
-        with progress_display(quiet=args.json) as progress:
-            summary = run_matrix(matrix, opts, progress=progress, backend=backend)
+                with progress_display(quiet=args.json) as progress:
+                    summary = run_matrix_ray(matrix, opts, address=args.ray, progress=progress)
+            else:
+                with progress_display(quiet=args.json) as progress:
+                    summary = run_matrix(matrix, opts, progress=progress, backend=backend, notify=_note)
+    except RunInterrupted as exc:
+        why = signal.Signals(exc.signum).name if exc.signum else "interrupted"
+        print(f"error: {why}: run {exc.run_id} stopped after {exc.cells_done} cell(s) this time, every server "
+              f"stopped, finished cells kept; continue with: {_resume_command(args, exc.run_id)}", file=sys.stderr)
+        return 128 + (exc.signum or signal.SIGINT)
     if args.json:
         print(json.dumps(summary.as_dict()))
-    else:
-        print(f"run {summary.run_id}: {summary.cells_ok} ok, {summary.cells_failed} failed, "
-              f"{summary.cells_skipped} skipped (already in the store)")
+        return 0
+    skipped = "already in the store"
+    if summary.skipped_failed:
+        skipped += f"; {summary.skipped_failed} of them failed earlier: --retry-failed runs them again"
+    took = time.monotonic() - t0
+    line = (f"run {summary.run_id}: {summary.cells_ok} ok, {summary.cells_failed} failed, "
+            f"{summary.cells_skipped} skipped ({skipped}) in "
+            + (f"{took / 60:.1f} min" if took >= 120 else f"{took:.0f} s"))
+    if args.backend == "vllm" and not args.ray and not args.endpoint and (summary.cells_ok or summary.cells_failed):
+        from runner.backends.vllm import slug
+        from runner.execute import runs_dir_for
+
+        line += f"; server logs: {runs_dir_for(opts) / slug(summary.run_id)}"
+    print(line)
+    for f in summary.failures:  # the reasons, so nobody has to dig them out of the store
+        print(f"  failed {f.get('cell', f['cell_id'])}: {f['error']}")
     return 0
+
+
+def _note(text: str) -> None:
+    print(text, file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,9 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("error: interrupted; rerun with --resume to continue", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # before a run started (plan, matrix or workload reading)
+        print("error: interrupted", file=sys.stderr)
+        return 128 + getattr(exc, "signum", signal.SIGINT)
 
 
 def _run() -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest import store
+from ingest.errors import InputError, UsageError
 from ingest.records import CellKey, RunInfo
 from runner.backends import get_backend
 from runner.backends.base import Backend, CellOutcome
@@ -64,10 +65,14 @@ def run_config(matrix: Matrix, config: ServerConfig, cells: list[CellKey], backe
 
     backend = factory() if factory is not None else get_backend(backend_kind)
     prepare = getattr(backend, "prepare", None)
-    if prepare is not None:
-        prepare(matrix, run_id, Path(runs_dir), None)
     outcomes: list[CellOutcome] = []
-    backend.run_server_config(matrix, config, cells, outcomes.append)
+    try:
+        if prepare is not None:
+            prepare(matrix, run_id, Path(runs_dir), None)
+    except (InputError, UsageError) as exc:  # this node lacks what the config needs (a model path, vllm)
+        outcomes = _failed(cells, f"on {socket.gethostname()}: {exc.one_line().removeprefix('error: ')}")
+    else:
+        backend.run_server_config(matrix, config, cells, outcomes.append)
     ctx = ray.get_runtime_context()
     return TaskResult(outcomes, node_id=ctx.get_node_id() or "", node_ip=ray.util.get_node_ip_address(),
                       hostname=socket.gethostname(), resources=dict(ctx.get_assigned_resources()), pid=os.getpid())
@@ -126,6 +131,8 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
 
     local = factory() if factory is not None else get_backend(opts.backend)
     run_id, _ = resolve_run_id(matrix, opts)
+    if hasattr(local, "host_checks"):  # vLLM and the models live on the GPU nodes, not necessarily here
+        local.host_checks = False
     prepare = getattr(local, "prepare", None)
     if prepare is not None:  # validates workload files etc. on the driver before anything is written
         prepare(matrix, run_id, runs_dir, None)

@@ -44,6 +44,7 @@ class RunSummary:
     cells_failed: int = 0
     cells_skipped: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
+    skipped_failed: int = 0  # of cells_skipped, those that had failed earlier (--retry-failed reruns them)
 
     def as_dict(self) -> dict[str, object]:
         return {"run_id": self.run_id, "cells_ok": self.cells_ok, "cells_failed": self.cells_failed,
@@ -52,35 +53,68 @@ class RunSummary:
 
 # (current server config label, cells done, cells total); None leaves a count as it was (a status note)
 Progress = Callable[[str, int | None, int | None], None]
+Notify = Callable[[str], None]  # a message the user must see (stderr), e.g. "--resume found nothing"
 
 
-def resolve_run_id(matrix: Matrix, opts: RunOptions) -> tuple[str, bool]:
-    """(run id, resuming?) — the newest run of this matrix+backend when resuming, else a new id."""
+def resolve_run_id(matrix: Matrix, opts: RunOptions, notify: Notify | None = None) -> tuple[str, bool]:
+    """(run id, resuming?) — the newest run of this matrix+backend when resuming, else a new id.
+
+    ``--resume`` that finds no run of this exact matrix file (its content hash) starts a new run and says
+    so through ``notify``, naming an earlier run of the same file when the file was edited since.
+    """
     if opts.run_id:
         return opts.run_id, opts.resume
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    new_id = f"{matrix.name}-{opts.backend}-{stamp}-{secrets.token_hex(3)}"
     if opts.resume:
         with store.session(opts.db) as con:
             row = sql.one(con,
                 "SELECT run_id FROM runs WHERE matrix_hash = ? AND backend = ? ORDER BY started_at DESC LIMIT 1",
                 [matrix.digest, opts.backend],
             )
+            edited = None if row else sql.one(con,
+                "SELECT run_id FROM runs WHERE backend = ? AND (source = ? OR starts_with(run_id, ?)) "
+                "ORDER BY started_at DESC LIMIT 1",
+                [opts.backend, str(matrix.path), f"{matrix.name}-{opts.backend}-"],
+            )
         if row:
             return row[0], True
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    return f"{matrix.name}-{opts.backend}-{stamp}-{secrets.token_hex(3)}", False
+        if notify is not None:
+            db = Path(opts.db) if opts.db else store.default_db_path()
+            if edited:
+                notify(f"note: --resume: {matrix.path} changed since run {edited[0]} (runs resume only an identical "
+                       f"matrix file), so this is a new run {new_id}; to add to {edited[0]} anyway, pass "
+                       f"--run-id {edited[0]} --resume")
+            else:
+                notify(f"note: --resume: no earlier {opts.backend} run of {matrix.path} in {db}; "
+                       f"starting a new run {new_id}")
+    return new_id, False
 
 
 def pending_cells(matrix: Matrix, run_id: str, opts: RunOptions) -> tuple[list[CellKey], int]:
+    todo, skipped, _ = pending_cells_detail(matrix, run_id, opts)
+    return todo, skipped
+
+
+def pending_cells_detail(matrix: Matrix, run_id: str, opts: RunOptions) -> tuple[list[CellKey], int, int]:
+    """(cells to run, cells skipped, of those skipped the ones that failed before)."""
     with store.session(opts.db) as con:
         done = store.cell_status(con, run_id)
-    todo, skipped = [], 0
+    todo, skipped, skipped_failed = [], 0, 0
     for key in matrix.cells():
         status = done.get(key.cell_id)
         if status == "ok" or (status == "failed" and not opts.retry_failed):
             skipped += 1
+            skipped_failed += status == "failed"
         else:
             todo.append(key)
-    return todo, skipped
+    return todo, skipped, skipped_failed
+
+
+def cell_label(key: CellKey) -> str:
+    """A cell as a person reads it: server config, workload and load."""
+    m = key.method if key.method == "none" else f"{key.method}:{key.depth}"
+    return f"{key.family}/{m}@{key.gpu} {key.workload} c={key.concurrency}"
 
 
 def group_by_config(matrix: Matrix, cells: list[CellKey]) -> list[tuple[ServerConfig, list[CellKey]]]:
@@ -99,13 +133,35 @@ def land(con, run_id: str, outcome: CellOutcome, summary: RunSummary, replace: b
     else:
         store.write_failed_cell(con, run_id, outcome.key, outcome.error or "failed", replace=replace)
         summary.cells_failed += 1
-        summary.failures.append({"cell_id": outcome.key.cell_id, "error": outcome.error or "failed"})
+        summary.failures.append({"cell_id": outcome.key.cell_id, "cell": cell_label(outcome.key),
+                                 "error": outcome.error or "failed"})
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM/SIGHUP, see ``python -m runner``) during a run, after every server was stopped;
+    carries what the user needs to continue."""
+
+    def __init__(self, run_id: str, cells_done: int, signum: int | None = None) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+        self.cells_done = cells_done
+        self.signum = signum
 
 
 def run_matrix(matrix: Matrix, opts: RunOptions, progress: Progress | None = None,
-               backend: Backend | None = None) -> RunSummary:
+               backend: Backend | None = None, notify: Notify | None = None) -> RunSummary:
     backend = backend or get_backend(opts.backend)
-    run_id, _resuming = resolve_run_id(matrix, opts)
+    run_id, _resuming = resolve_run_id(matrix, opts, notify)
+    summary = RunSummary(run_id=run_id)
+    try:
+        return _run(matrix, opts, backend, run_id, summary, progress)
+    except KeyboardInterrupt as exc:  # the backends' finally blocks have stopped their servers by now
+        raise RunInterrupted(run_id, summary.cells_ok + summary.cells_failed,
+                             getattr(exc, "signum", None)) from None
+
+
+def _run(matrix: Matrix, opts: RunOptions, backend: Backend, run_id: str, summary: RunSummary,
+         progress: Progress | None) -> RunSummary:
     prepare = getattr(backend, "prepare", None)
     if prepare is not None:  # e.g. vllm: run folder, orphan servers of a killed run, workload files
         prepare(matrix, run_id, runs_dir_for(opts), progress)
@@ -116,8 +172,8 @@ def run_matrix(matrix: Matrix, opts: RunOptions, progress: Progress | None = Non
             gpu_model=facts.gpu_model, gpu_count=facts.gpu_count, engine_version=facts.engine_version,
             matrix_hash=matrix.digest, notes=facts.notes,
         ))
-    todo, skipped = pending_cells(matrix, run_id, opts)
-    summary = RunSummary(run_id=run_id, cells_skipped=skipped)
+    todo, skipped, skipped_failed = pending_cells_detail(matrix, run_id, opts)
+    summary.cells_skipped, summary.skipped_failed = skipped, skipped_failed
     total = len(todo)
     done = 0
     # A slow backend (a real server config can run for an hour) lands each cell through its own short

@@ -8,6 +8,7 @@ See docs/matrix.md for every key.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import re
@@ -21,6 +22,16 @@ from ingest.records import KNOWN_METHODS, CellKey
 from runner.adaptive import AdaptiveSpec, parse_adaptive
 
 DEFAULT_LAUNCH = "vllm serve {model} --host 127.0.0.1 --port {port} {args}"
+
+# Every key a matrix table may hold (docs/matrix.md). Anything else is refused, so a typo such as
+# ``request_per_cell`` can never silently fall back to a default.
+TOP_KEYS = ("name", "gpus", "methods", "families", "workloads", "load", "run", "adaptive")
+METHOD_KEYS = ("depths", "draft_model", "extra")
+FAMILY_KEYS = ("model", "tensor_parallel_size", "vllm_args", "draft_models")
+WORKLOAD_KEYS = ("source", "format", "max_tokens", "temperature", "request_rate", "ignore_eos")
+LOAD_KEYS = ("concurrency",)
+RUN_KEYS = ("requests_per_cell", "warmup_requests", "endpoint", "launch", "env", "port", "startup_timeout_s",
+            "request_timeout_s", "stall_timeout_s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +175,39 @@ def _opt_list(table: dict, key: str, path: Path, where: str) -> list:
     return v
 
 
+def _dotted(text: str) -> list[str]:
+    return [p.strip().strip('"\'') for p in text.split(".")]
+
+
+def key_line(text: str, parts: list[str]) -> int:
+    """Best-effort 1-based line where the dotted key ``parts`` is written (a ``[table]`` header or a
+    ``key =`` line, dotted keys included); 0 when it cannot be found (e.g. inside an inline table)."""
+    table: list[str] = []
+    for no, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if s.startswith("["):
+            m = re.match(r"\[\[?\s*([^\]]+?)\s*\]", s)
+            if m:
+                table = _dotted(m.group(1))
+                if table[: len(parts)] == parts:
+                    return no
+            continue
+        m = re.match(r"""([A-Za-z0-9_\-"'. ]+?)\s*=""", s)
+        if m and (table + _dotted(m.group(1)))[: len(parts)] == parts:
+            return no
+    return 0
+
+
+def _check_keys(table: dict, allowed: tuple[str, ...], path: Path, text: str, where: list[str]) -> None:
+    for key in table:
+        if key in allowed:
+            continue
+        name = ".".join([*where, str(key)])
+        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else f"expected one of {', '.join(allowed)}"
+        raise InputError(path, key_line(text, [*where, str(key)]), f"{name}: unknown key ({hint})")
+
+
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -230,12 +274,18 @@ def load_matrix(path: str | Path) -> Matrix:
     except RecursionError:  # tomllib recurses per nesting level: thousands of '[' are bad input, not a crash
         raise InputError(path, 0, "expected valid TOML (nested too deeply)") from None
     raw = expand_env(raw, path)
+    text = raw_bytes.decode("utf-8")
+    _check_keys(raw, TOP_KEYS, path, text, [])
     methods = []
     for name, m in _need(raw, "methods", dict, path, "matrix").items():
         if name not in KNOWN_METHODS:
-            raise InputError(path, 0, f"methods.{name}: unknown method (expected one of {', '.join(KNOWN_METHODS)})")
+            close = difflib.get_close_matches(name, KNOWN_METHODS, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise InputError(path, key_line(text, ["methods", name]),
+                             f"methods.{name}: unknown method ({hint}expected one of {', '.join(KNOWN_METHODS)})")
         if not isinstance(m, dict):
             raise InputError(path, 0, f"methods.{name}: expected a table")
+        _check_keys(m, METHOD_KEYS, path, text, ["methods", name])
         depths = (0,) if name == "none" else _ints(m.get("depths", [2, 3, 4, 5]), path, f"methods.{name}.depths", 1, 16)
         methods.append(MethodSpec(name, depths, m.get("draft_model"),
                                   dict(_opt_table(m, "extra", path, f"methods.{name}"))))
@@ -243,6 +293,7 @@ def load_matrix(path: str | Path) -> Matrix:
     for name, f in _need(raw, "families", dict, path, "matrix").items():
         if not isinstance(f, dict):
             raise InputError(path, 0, f"families.{name}: expected a table")
+        _check_keys(f, FAMILY_KEYS, path, text, ["families", name])
         families.append(FamilySpec(
             name, str(_need(f, "model", str, path, f"families.{name}")),
             _opt_int(f, "tensor_parallel_size", 1, 1, 1024, path, f"families.{name}"),
@@ -251,14 +302,18 @@ def load_matrix(path: str | Path) -> Matrix:
         ))
     workloads = []
     for name, w in _need(raw, "workloads", dict, path, "matrix").items():
+        if isinstance(w, dict):
+            _check_keys(w, WORKLOAD_KEYS, path, text, ["workloads", name])
         workloads.append(_workload(name, w, path))
     run = raw.get("run", {})
     if not isinstance(run, dict):
         raise InputError(path, 0, "run: expected a table")
+    _check_keys(run, RUN_KEYS, path, text, ["run"])
     gpus = _need(raw, "gpus", list, path, "matrix")
     if not gpus or not all(isinstance(g, str) and g for g in gpus):
         raise InputError(path, 0, "gpus: expected a non-empty list of GPU names")
     loads = _opt_table(raw, "load", path, "matrix")
+    _check_keys(loads, LOAD_KEYS, path, text, ["load"])
     concurrency = _ints(loads.get("concurrency", [1]), path, "load.concurrency", 1, 100000)
     requests = run.get("requests_per_cell", 200)
     if not isinstance(requests, int) or isinstance(requests, bool) or not 1 <= requests <= 1_000_000:

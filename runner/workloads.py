@@ -10,19 +10,23 @@ A matrix workload's ``source`` names one of:
 - a traffic trace to replay (any format ``ingest.traces.read_trace`` reads: Azure, BurstGPT, Mooncake,
   generic CSV/JSONL/Parquet with timestamps): request *i* goes out at its arrival time with the
   trace's output length as ``max_tokens``; its prompt text when the trace has one, else text of about
-  the trace's input length synthesized from the built-in sets (vLLM then reports the exact count).
+  the trace's input length synthesized from the built-in sets (estimated here; the vLLM backend fits it
+  to the server's tokenizer through ``/tokenize``, and vLLM reports the exact count).
 
 ``format`` is ``auto`` (by name, suffix and first line), ``builtin``, ``prompts``, ``sharegpt``,
 ``specbench``, ``trace``, or a trace format name. ``request_rate`` turns a prompt set into Poisson
-arrivals. Relative paths resolve against the matrix file's folder. Bad files raise ``InputError``.
+arrivals, and rescales a trace's arrival times to that mean rate (keeping its bursts). Relative paths
+resolve against the matrix file's folder. Bad files raise ``InputError``.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,24 +44,41 @@ CHARS_PER_TOKEN, TOKENS_PER_WORD = 4.0, 4.0 / 3.0
 
 @dataclass(slots=True)
 class WorkloadRequests:
-    """The prompts of one workload, in send order, and arrival times when the load is open-loop."""
+    """The prompts of one workload, in send order, and arrival times when the load is open-loop.
+
+    ``synth`` holds, per prompt, (the input length a trace asked for, the filler offset) when its text was
+    synthesized (None for real text), so the text can be re-made once the server's tokenizer is known
+    (:meth:`resynthesized`).
+    """
 
     name: str
     prompts: list[Prompt]
     arrival_times_s: list[float] | None
     source: str  # what was read, for logs and run notes
+    synth: list[tuple[int, int] | None] | None = None
 
     def head(self, n: int) -> WorkloadRequests:
-        times = self.arrival_times_s[:n] if self.arrival_times_s is not None else None
-        return WorkloadRequests(self.name, self.prompts[:n], times, self.source)
+        return self.slice(0, n, shift=False)
 
-    def slice(self, start: int, stop: int) -> WorkloadRequests:
+    def slice(self, start: int, stop: int, shift: bool = True) -> WorkloadRequests:
         """Requests [start, stop) — a later batch of an adaptive cell, arrival times shifted to 0."""
         times = None
         if self.arrival_times_s is not None:
             part = self.arrival_times_s[start:stop]
-            times = [t - part[0] for t in part] if part else []
-        return WorkloadRequests(self.name, self.prompts[start:stop], times, self.source)
+            times = [t - part[0] for t in part] if part and shift else part
+        synth = self.synth[start:stop] if self.synth is not None else None
+        return WorkloadRequests(self.name, self.prompts[start:stop], times, self.source, synth)
+
+    def resynthesized(self, tokens_per_estimate: float) -> WorkloadRequests:
+        """Synthesized prompts re-made so that, at ``tokens_per_estimate`` real tokens per estimated token
+        (measured on the server's tokenizer), each holds about the trace's input length in real tokens."""
+        if not self.synth or not any(self.synth) or tokens_per_estimate <= 0:
+            return self
+        words = filler_words()
+        prompts = [p if s is None else replace(p, text=synth_prompt(max(1, round(s[0] / tokens_per_estimate)),
+                                                                    words, offset=s[1]))
+                   for p, s in zip(self.prompts, self.synth, strict=True)]
+        return WorkloadRequests(self.name, prompts, self.arrival_times_s, self.source, self.synth)
 
 
 def builtin_names() -> list[str]:
@@ -78,8 +99,10 @@ def resolve_source(spec: WorkloadSpec, base_dir: Path | None) -> tuple[str, Path
     if not path.is_absolute() and base_dir is not None and (base_dir / path).exists():
         path = base_dir / path
     if not path.is_file():
+        close = difflib.get_close_matches(src, builtin_names(), n=1, cutoff=0.6) if "/" not in src else []
+        hint = f"; did you mean the built-in {close[0]!r}?" if close else ""
         raise InputError(src, 0, f"workload {spec.name}: no such file, and not a built-in prompt set "
-                                 f"({', '.join(builtin_names())})")
+                                 f"({', '.join(builtin_names())}){hint}")
     if fmt in ("prompts", "jsonl-prompts", "sharegpt", "specbench"):
         return ("prompts" if fmt == "jsonl-prompts" else fmt), path
     if fmt == "trace":
@@ -168,7 +191,8 @@ def read_sharegpt(path: Path) -> list[Prompt]:
     return out
 
 
-def _filler_words() -> list[str]:
+@functools.cache
+def filler_words() -> list[str]:
     words: list[str] = []
     for path in sorted(BUILTIN_DIR.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -193,29 +217,36 @@ def synth_prompt(tokens: int, words: list[str], offset: int) -> str:
     return " ".join(picked)
 
 
-def read_trace_requests(path: Path, fmt: str, n: int) -> tuple[list[Prompt], list[float] | None, list[str]]:
-    """The first ``n`` requests of a trace: prompts (text or synthesized), arrival times, warnings."""
+def read_trace_requests(path: Path, fmt: str, n: int) -> tuple[list[Prompt], list[float] | None, list[str],
+                                                               list[tuple[int, int] | None]]:
+    """The first ``n`` requests of a trace: prompts (text or synthesized), arrival times, warnings, and per
+    prompt (target input tokens, filler offset) where the text was synthesized."""
     from ingest.traces import read_trace
 
     tf = read_trace(path, fmt)
     frame = tf.frame.head(n)
     if frame.height == 0:
         raise InputError(path, 0, "trace has no usable requests")
-    words = _filler_words()
-    prompts, synthesized = [], 0
+    words = filler_words()
+    prompts: list[Prompt] = []
+    synth: list[tuple[int, int] | None] = []
     for row in frame.iter_rows(named=True):
         out = int(row["output_tokens"]) if row["output_tokens"] else None
         text = row["prompt"]
-        if not text:
-            text = synth_prompt(max(1, int(row["input_tokens"] or 1)), words, offset=int(row["request_index"]) * 97)
-            synthesized += 1
+        if text:
+            synth.append(None)
+        else:
+            target, offset = max(1, int(row["input_tokens"] or 1)), int(row["request_index"]) * 97
+            text = synth_prompt(target, words, offset=offset)
+            synth.append((target, offset))
         prompts.append(Prompt(text=text, max_tokens=out, expected_output_tokens=out))
     ts = frame["timestamp_s"]
     times = ts.to_list() if ts.null_count() == 0 else None
     notes = list(tf.warnings)
-    if synthesized:
-        notes.append(f"{synthesized} prompts synthesized to the trace's input lengths (estimated tokens)")
-    return prompts, times, notes
+    if synthesized := sum(s is not None for s in synth):
+        notes.append(f"{synthesized} prompts synthesized to the trace's input lengths (fitted to the server's "
+                     f"tokenizer when it has /tokenize)")
+    return prompts, times, notes, synth
 
 
 def _seed(name: str) -> int:
@@ -228,13 +259,29 @@ def poisson_arrivals(n: int, rate: float, seed: int) -> list[float]:
     return np.cumsum(gaps).tolist()
 
 
+def rescale_arrivals(times: list[float], rate: float) -> tuple[list[float], str]:
+    """A trace's arrival times stretched or squeezed to a mean of ``rate`` requests/s, keeping its shape
+    (bursts and lulls) — how a production trace is replayed faster or slower than it was recorded."""
+    origin = min(times)
+    span = max(times) - origin
+    if len(times) < 2 or span <= 0:
+        return [t - origin for t in times], f"arrival times kept (no span to rescale to {rate:g} req/s)"
+    recorded = (len(times) - 1) / span
+    factor = recorded / rate
+    return ([(t - origin) * factor for t in times],
+            f"arrival times scaled x{factor:.3g} to {rate:g} req/s (recorded {recorded:.3g} req/s)")
+
+
 def load_workload(spec: WorkloadSpec, n: int, base_dir: Path | None = None) -> WorkloadRequests:
     """``n`` requests of a workload in send order (a trace shorter than ``n`` gives all it has)."""
     kind, path = resolve_source(spec, base_dir)
     if kind.startswith("trace:"):
-        prompts, times, notes = read_trace_requests(path, kind.split(":", 1)[1], n)
+        prompts, times, notes, synth = read_trace_requests(path, kind.split(":", 1)[1], n)
+        if times is not None and spec.request_rate:
+            times, note = rescale_arrivals(times, spec.request_rate)
+            notes.append(note)
         source = f"trace {path}" + (f" ({'; '.join(notes)})" if notes else "")
-        return WorkloadRequests(spec.name, prompts, times, source)
+        return WorkloadRequests(spec.name, prompts, times, source, synth)
     pool = read_sharegpt(path) if kind == "sharegpt" else read_prompt_jsonl(path, kind)
     if not pool:
         raise InputError(path, 0, f"workload {spec.name}: no prompts found ({kind})")

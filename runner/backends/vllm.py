@@ -17,21 +17,23 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shlex
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
 
-from ingest.errors import UsageError
+from ingest.errors import InputError, UsageError
 from ingest.records import CellKey
 from runner import hostfacts
 from runner.backends.base import CellOutcome, HostFacts, Sink
-from runner.matrix import DEFAULT_LAUNCH, Matrix, ServerConfig
+from runner.matrix import DEFAULT_LAUNCH, Matrix, ServerConfig, key_line
 from runner.vllm import pidfile
 from runner.vllm.cell import Target, auth_headers, measure_cell
 from runner.vllm.client import run_load
-from runner.vllm.server import ServerStartError, VllmServer, log_tail
-from runner.workloads import WorkloadRequests, load_workload
+from runner.vllm.server import ServerStartError, VllmServer, failure_detail, port_in_use
+from runner.workloads import WorkloadRequests, filler_words, load_workload, synth_prompt
 
 if TYPE_CHECKING:
     from runner.execute import Progress
@@ -56,23 +58,36 @@ class VllmBackend:
     kind = "vllm"
     long_running = True  # cells take minutes: execute opens the store per landed cell
 
-    def __init__(self, endpoint: str | None = None) -> None:
-        self.endpoint = endpoint.rstrip("/") if endpoint else None
+    def __init__(self, endpoint: str | None = None, host_checks: bool = True) -> None:
+        self.endpoint = normalize_endpoint(endpoint) if endpoint else None
+        # Launch command, model paths and run.port are checked on the host that launches: not on a Ray
+        # driver, whose GPU nodes hold vLLM and the models (each node's task checks its own).
+        self.host_checks = host_checks
         self.run_dir: Path | None = None
         self.progress: Progress | None = None
         self.requests: dict[str, WorkloadRequests] = {}
         self.reaped: list[int] = []
+        self.tokens_per_estimate: dict[str, float | None] = {}  # model -> its tokenizer vs the estimate
 
     # ---- run setup ----------------------------------------------------------------------------------
 
     def prepare(self, matrix: Matrix, run_id: str, runs_dir: Path, progress: Progress | None = None) -> None:
-        """Run folder, reaping servers a killed runner left, and every workload read (bad file → exit 2)."""
-        if self.endpoint and len(matrix.server_configs()) > 1:
-            raise UsageError(f"--endpoint attaches to one running server, but the matrix has "
-                             f"{len(matrix.server_configs())} server configs")
+        """Checks that would otherwise fail every cell (exit 2 instead), the run folder, reaping servers a
+        killed runner left, and every workload read (bad file → exit 2)."""
+        if self.endpoint:
+            if len(matrix.server_configs()) > 1:
+                raise UsageError(f"--endpoint attaches to one running server, but the matrix has "
+                                 f"{len(matrix.server_configs())} server configs")
+            check_endpoint(self.endpoint, matrix.server_configs()[0])
+        elif self.host_checks:
+            check_launch(matrix)
         self.run_dir = Path(runs_dir) / slug(run_id)
+        self.reaped = pidfile.reap(self.run_dir) if self.run_dir.is_dir() else []
+        if self.host_checks and not self.endpoint and matrix.port is not None and port_in_use(matrix.port):
+            raise InputError(matrix.path, key_line_of(matrix, ["run", "port"]),
+                             f"run.port: port {matrix.port} is already in use on this host (another server? stop "
+                             f"it, or leave run.port out and the runner picks a free port per server start)")
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.reaped = pidfile.reap(self.run_dir)
         self.progress = progress
         n = max(matrix.requests_per_cell, matrix.adaptive.max_requests if matrix.adaptive else 0)
         self.requests = {wl.name: load_workload(wl, n, matrix.path.parent) for wl in matrix.workloads}
@@ -121,7 +136,7 @@ class VllmBackend:
                     restarts += 1
                     if restarts > MAX_RESTARTS:
                         self._fail(cells[i:], sink, f"server died again after {MAX_RESTARTS} restart(s); "
-                                                     f"log: {log_tail(log)}")
+                                                     f"{failure_detail(log)}")
                         return
                     self._note(f"{label}: starting server" + (" (restart)" if restarts else ""))
                     try:
@@ -130,11 +145,11 @@ class VllmBackend:
                         server = None
                         self._fail(cells[i:], sink, f"server start failed: {exc}")
                         return
-                self._note(f"{label}: {key.workload} @ concurrency {key.concurrency}")
                 srv = server
+                reqs = self._requests_for(srv.base_url, config.model, key.workload)
+                self._note(f"{label}: {key.workload} @ concurrency {key.concurrency}")
                 target = Target(srv.base_url, config.model, died=lambda srv=srv: _died(srv))
-                sink(measure_cell(matrix, key, target, self.requests[key.workload],
-                                  config.family_spec.tensor_parallel_size))
+                sink(measure_cell(matrix, key, target, reqs, config.family_spec.tensor_parallel_size))
         finally:
             if server is not None:
                 server.stop()
@@ -170,11 +185,24 @@ class VllmBackend:
         if matrix.warmup_requests <= 0:
             return
         wl = matrix.workload(first.workload)
-        prompts = self.requests[first.workload].prompts[: matrix.warmup_requests]
+        prompts = self._requests_for(base_url, model, first.workload).prompts[: matrix.warmup_requests]
         asyncio.run(run_load(base_url, model, prompts, min(2, len(prompts)), endpoint=matrix.endpoint,  # type: ignore[arg-type]
                              max_tokens=min(wl.max_tokens, WARMUP_MAX_TOKENS), temperature=wl.temperature,
                              timeout_s=matrix.request_timeout_s, stall_timeout_s=matrix.stall_timeout_s,
                              headers=auth_headers()))
+
+    def _requests_for(self, base_url: str, model: str, workload: str) -> WorkloadRequests:
+        """A workload's requests for this server: a trace's synthesized prompts re-made to the trace's input
+        lengths in *this* model's tokens (the reader could only estimate them), measured once per model."""
+        reqs = self.requests[workload]
+        if not reqs.synth or not any(reqs.synth):
+            return reqs
+        if model not in self.tokens_per_estimate:
+            ratio = self.tokens_per_estimate[model] = tokens_per_estimate(base_url, model)
+            self._note(f"{model}: synthesized prompts fitted to its tokenizer ({ratio:.2f} tokens per estimated "
+                       f"token)" if ratio else f"{model}: no /tokenize: synthesized prompts keep estimated lengths")
+        ratio = self.tokens_per_estimate[model]
+        return reqs.resynthesized(ratio) if ratio else reqs
 
     @staticmethod
     def _fail(cells: list[CellKey], sink: Sink, reason: str) -> None:
@@ -198,9 +226,156 @@ class VllmBackend:
             return None if server.health(timeout_s=5.0) else f"endpoint {self.endpoint} stopped answering /health"
 
         for key in cells:
+            reqs = self._requests_for(self.endpoint, model, key.workload)
             self._note(f"{config.label()}: {key.workload} @ concurrency {key.concurrency}")
-            sink(measure_cell(matrix, key, Target(self.endpoint, model, died), self.requests[key.workload],
+            sink(measure_cell(matrix, key, Target(self.endpoint, model, died), reqs,
                               config.family_spec.tensor_parallel_size))
+
+
+# ---- checks before anything starts --------------------------------------------------------------------
+
+# Launchers that run the server somewhere else (a container, another node): a model path is theirs to check.
+REMOTE_LAUNCHERS = {"docker", "podman", "nerdctl", "singularity", "apptainer", "enroot", "srun", "ssh", "kubectl"}
+
+
+def key_line_of(matrix: Matrix, parts: list[str]) -> int:
+    try:
+        return key_line(matrix.path.read_text(encoding="utf-8"), parts)
+    except (OSError, UnicodeDecodeError):
+        return 0
+
+
+def _launch_source(matrix: Matrix) -> str:
+    if matrix.launch != DEFAULT_LAUNCH:
+        return "run.launch"
+    if os.environ.get(LAUNCH_ENV):
+        return f"${LAUNCH_ENV}"
+    return f"the default launch template {DEFAULT_LAUNCH!r}"
+
+
+def check_launch(matrix: Matrix) -> None:
+    """The launch command can be split and found, and local model paths exist — else every server start of
+    the run would fail, one by one, after the run had begun."""
+    template, source = launch_template(matrix), _launch_source(matrix)
+
+    def bad(message: str, parts: list[str] | None = None) -> Exception:
+        if parts is not None:
+            return InputError(matrix.path, key_line_of(matrix, parts), message)
+        if source == "run.launch":
+            return InputError(matrix.path, key_line_of(matrix, ["run", "launch"]), f"run.launch: {message}")
+        return UsageError(f"{source}: {message}" + ("" if source.startswith("$") else
+                                                    "; set run.launch or $SPECTUNE_VLLM_LAUNCH (docs/hosts.md)"))
+
+    try:
+        argv = shlex.split(template)
+    except ValueError as exc:
+        raise bad(f"cannot split the launch command like a shell does ({exc})") from None
+    if not argv:
+        raise bad("the launch command is empty")
+    exe = argv[0]
+    path_env = matrix.env.get("PATH", os.environ.get("PATH", os.defpath))
+    if "/" in exe:
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise bad(f"{exe}: no such executable")
+    elif "{" not in exe and shutil.which(exe, path=path_env) is None:
+        raise bad(f"{exe!r} is not found on PATH (is vLLM installed on this host?)")
+    if Path(exe).name in REMOTE_LAUNCHERS:
+        return
+    for fam in matrix.families:
+        checks = [(fam.model, ["families", fam.name, "model"])]
+        for method, draft in fam.draft_models.items():
+            checks.append((draft, ["families", fam.name, "draft_models", method]))
+        for m in matrix.methods:
+            if m.draft_model and m.name not in fam.draft_models:
+                checks.append((m.draft_model, ["methods", m.name, "draft_model"]))
+        for model, parts in checks:
+            if (why := _local_model_problem(model)) is not None:
+                raise bad(f"{'.'.join(parts)}: {why}", parts)
+
+
+def _local_model_problem(model: str) -> str | None:
+    """Why a model that is a local path cannot load on this host (None for a hub name or a real path)."""
+    if model.startswith("~"):
+        return f"{model!r}: '~' is not expanded (the server starts without a shell); use an absolute path"
+    if model.startswith(("./", "../")):
+        return (f"{model!r}: a relative path would resolve against the server's working directory (the run "
+                f"folder); use an absolute path (or ${{VAR}})")
+    if os.path.isabs(model) and not os.path.exists(model):
+        return f"no such file or directory {model!r} on this host"
+    return None
+
+
+PER_POS_LINE = re.compile(r'^vllm:spec_decode_num_accepted_tokens_per_pos_total\{[^}]*position="(\d+)"', re.M)
+
+
+def normalize_endpoint(url: str) -> str:
+    """The server root of an ``--endpoint`` (``host:port`` gets ``http://``; a pasted OpenAI base URL's
+    ``/v1`` is dropped); a malformed URL is a one-line usage error."""
+    text = url.strip()
+    if "://" not in text:
+        if re.match(r"^https?[:/]", text, re.I):
+            raise UsageError(f"--endpoint {url}: not a URL (expected e.g. http://gpu-host:8000)")
+        text = "http://" + text
+    try:
+        parsed = httpx.URL(text)
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise UsageError(f"--endpoint {url}: not a URL ({exc})") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise UsageError(f"--endpoint {url}: not a URL (expected e.g. http://gpu-host:8000)")
+    path = parsed.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[:-3]
+    return str(parsed.copy_with(path=path or "/", query=None, fragment=None)).rstrip("/")
+
+
+def check_endpoint(endpoint: str, config: ServerConfig, timeout_s: float = 10.0) -> None:
+    """An attached server answers and runs what the matrix says (speculation on or off, and the depth
+    when its counters show it). A server that is still loading (/health 503) is waited for later."""
+    try:
+        resp = httpx.get(f"{endpoint}/health", timeout=timeout_s, trust_env=False, headers=auth_headers())
+    except httpx.HTTPError as exc:
+        why = str(exc) or type(exc).__name__
+        raise UsageError(f"--endpoint {endpoint}: cannot connect ({why}); is the server running? --endpoint "
+                         f"attaches to a running server, it never starts one") from None
+    if resp.status_code == 404:
+        raise UsageError(f"--endpoint {endpoint}: no /health there (404): give the root of a vLLM OpenAI-compatible "
+                         f"server, e.g. http://gpu-host:8000")
+    if resp.status_code != 200:
+        return  # loading, or behind an auth proxy: the run's own health wait decides
+    try:
+        text = httpx.get(f"{endpoint}/metrics", timeout=timeout_s, trust_env=False, headers=auth_headers()).text
+        positions = set(PER_POS_LINE.findall(text))
+        speculating = "vllm:spec_decode_num_draft" in text
+    except httpx.HTTPError:
+        return  # no metrics: nothing to check against
+    label = config.label()
+    if config.method == "none" and speculating:
+        raise UsageError(f"--endpoint {endpoint}: the server runs speculative decoding, but the matrix's server "
+                         f"config is {label} (no speculation); its cells would be mislabelled")
+    if config.method != "none" and not speculating:
+        raise UsageError(f"--endpoint {endpoint}: the server runs without speculative decoding (no "
+                         f"vllm:spec_decode_* metrics), but the matrix's server config is {label}")
+    if config.method != "none" and positions and len(positions) != config.depth:
+        raise UsageError(f"--endpoint {endpoint}: the server drafts {len(positions)} tokens per step, but the "
+                         f"matrix's server config is {label}")
+
+
+CALIBRATION_TOKENS = 1000
+
+
+def tokens_per_estimate(base_url: str, model: str, timeout_s: float = 30.0) -> float | None:
+    """Real tokens per estimated token of synthesized text on the server's tokenizer (vLLM's /tokenize),
+    or None when the server cannot say."""
+    text = synth_prompt(CALIBRATION_TOKENS, filler_words(), offset=0)
+    try:
+        resp = httpx.post(f"{base_url}/tokenize", json={"model": model, "prompt": text}, timeout=timeout_s,
+                          trust_env=False, headers=auth_headers())
+        count = resp.json().get("count") if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
+        return None
+    return count / CALIBRATION_TOKENS
 
 
 def _died(server: VllmServer) -> str | None:
@@ -208,7 +383,7 @@ def _died(server: VllmServer) -> str | None:
     if proc is None:
         return "server was stopped"
     rc = proc.poll()
-    return None if rc is None else f"exit code {rc}: {log_tail(server.log_path)}"
+    return None if rc is None else f"exit code {rc}: {failure_detail(server.log_path)}"
 
 
 def served_model(base_url: str, wanted: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -29,6 +30,7 @@ from runner.vllm.client import LoadResult, run_load
 from runner.vllm.metrics import delta, snapshot
 from runner.workloads import WorkloadRequests
 
+DEATH_GRACE_S = 2.0  # after connection errors: how long a crash may take to show as an exit
 API_KEY_ENV = "SPECTUNE_VLLM_API_KEY"  # bearer token for a remote endpoint; read here, never stored
 
 
@@ -108,6 +110,13 @@ def measure_cell(matrix: Matrix, key: CellKey, target: Target, reqs: WorkloadReq
     before = _snapshot(target.base_url)
     res = run_requests(matrix, key, target, reqs, matrix.adaptive)
     gone = target.died()
+    if gone is None and any(e.startswith("connection error") for e in res.errors()):
+        # A dying server closes its sockets before its exit can be seen: the remaining requests can fail
+        # (connection refused) faster than the kernel reports the exit. Give the death a moment to show.
+        deadline = time.monotonic() + DEATH_GRACE_S
+        while gone is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            gone = target.died()
     if gone is not None:
         return CellOutcome(key, status="failed", error=f"server died during the cell: {gone}")
     after = _snapshot(target.base_url)

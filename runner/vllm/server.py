@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -133,6 +134,47 @@ def log_tail(path: Path | None, lines: int = LOG_TAIL_LINES, limit: int = LOG_TA
     kept = deque((ln.strip() for ln in text.splitlines() if ln.strip()), maxlen=lines)
     joined = " | ".join(kept)
     return joined if len(joined) <= limit else "..." + joined[-limit:]
+
+
+# vLLM prefixes its log lines ("(APIServer pid=7) ERROR 11-29 22:18:10 [core.py:12] ..."); the reason a
+# server died is usually the last "SomeError: message" line of a traceback.
+_LOG_PREFIX = re.compile(r"^(?:\((?:\w+) pid=\d+\)\s*)?(?:(?:ERROR|WARNING|INFO|CRITICAL)\s+\d\d-\d\d "
+                         r"\d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*)?")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)(?::\s*\S.*|$)")
+_NEW_RECORD = re.compile(r"^(?:\(\w+ pid=\d+\)|Traceback |During handling |The above exception |"
+                         r"(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)[ :]|\s*File \")")
+REASON_CHARS = 400
+
+
+def log_reason(path: Path | None) -> str | None:
+    """The last exception line of a log (``ValueError: ...``, vLLM's line prefix removed), if any."""
+    if path is None or not path.exists():
+        return None
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - 64_000))
+        text = fh.read().decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        line = _LOG_PREFIX.sub("", lines[i].strip())
+        if not _EXCEPTION_LINE.match(line):
+            continue
+        # A message may go on over several lines (pydantic's do): keep them until the next log record.
+        parts = [line]
+        for more in lines[i + 1: i + 8]:
+            if not more.strip() or _NEW_RECORD.match(more):
+                break
+            parts.append(more.strip())
+        reason = " ".join(parts)
+        return reason if len(reason) <= REASON_CHARS else reason[:REASON_CHARS] + "..."
+    return None
+
+
+def failure_detail(path: Path | None) -> str:
+    """Why a server failed, as one line: its last exception line and where the log is, else the log's tail."""
+    reason = log_reason(path)
+    if reason is not None:
+        return f"{reason} (log: {path})"
+    return log_tail(path)
 
 
 def group_alive(pgid: int) -> bool:
@@ -286,12 +328,12 @@ class VllmServer:
             if self.proc is not None and (rc := self.proc.poll()) is not None:
                 self.stop()
                 raise ServerStartError(
-                    f"server exited with code {rc} before becoming healthy: {log_tail(self.log_path)}"
+                    f"server exited with code {rc} before becoming healthy: {failure_detail(self.log_path)}"
                 )
             if self.health(timeout_s=min(2.0, max(0.1, deadline - time.monotonic()))):
                 return time.monotonic() - t0
             if time.monotonic() >= deadline:
-                tail = log_tail(self.log_path) if self.proc is not None else self.base_url
+                tail = failure_detail(self.log_path) if self.proc is not None else self.base_url
                 self.stop()
                 raise ServerStartError(f"server not healthy after {timeout_s:g} s: {tail}")
             time.sleep(0.5)

@@ -4,12 +4,14 @@
 
 Like ``vllm serve`` it forks a worker into its own process group (so group cleanup is exercised),
 serves ``/health``, ``/version``, ``/v1/models``, ``/metrics`` (spec-decode counters that grow while it
-"speculates") and streamed ``/v1/completions`` / ``/v1/chat/completions``. The model name picks the
+"speculates"), ``/tokenize`` and streamed ``/v1/completions`` / ``/v1/chat/completions``. The model name picks the
 behaviour (so one matrix can hold several): ``ok``; ``exit`` (dies at start, like a bad model path);
 ``nohealth`` (never healthy); ``crash-after-N`` (the process dies mid-stream on request N+1);
 ``crash-once-N`` (the same, only the first time in this working dir); ``hang`` (two tokens, then
 silence); ``err500``; ``truncate`` (no ``[DONE]``); ``slow`` (50 ms per token); ``flaky`` (like
-``exit`` while ``$FAKE_VLLM_FAIL`` is set, else ``ok``). Stdlib only. Unknown flags are ignored.
+``exit`` while ``$FAKE_VLLM_FAIL`` is set, else ``ok``); ``notokenize`` (no ``/tokenize``). Its
+"tokenizer" (``/tokenize``, ``usage.prompt_tokens``) counts one token per two characters. Stdlib only.
+Unknown flags are ignored.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        if self.path == "/tokenize":  # a stand-in tokenizer: one token per two characters
+            if self.behaviour == "notokenize":
+                self._plain(404, b'{"detail": "Not Found"}')
+            else:
+                self._plain(200, json.dumps({"count": _tokens(body), "max_model_len": 4096}).encode())
+            return
         with LOCK:
             STATE["requests"] += 1
             n_req = STATE["requests"]
@@ -92,7 +100,7 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(0.05 if b == "slow" else 0.002)
         if b == "hang":
             time.sleep(3600)
-        self._event({"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": n}})
+        self._event({"choices": [], "usage": {"prompt_tokens": _tokens(body), "completion_tokens": n}})
         if b != "truncate":
             self._raw(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
@@ -122,6 +130,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def _tokens(body: dict[str, Any]) -> int:
+    text = body.get("prompt") or " ".join(m.get("content", "") for m in body.get("messages") or [])
+    return max(1, (len(str(text)) + 1) // 2)
 
 
 def main(argv: list[str] | None = None) -> None:

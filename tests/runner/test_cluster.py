@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,6 +110,23 @@ def test_a_config_no_node_can_host_fails_at_once(local_ray: None, tmp_path: Path
     b200 = [k for k in matrix.cells() if k.gpu == "B200"]
     assert summary.cells_failed == len(b200) and summary.cells_ok == len(matrix.cells()) - len(b200)
     assert all("no Ray node offers" in f["error"] and "B200" in f["error"] for f in summary.failures)
+
+
+def test_a_vllm_run_checks_model_paths_on_the_nodes_not_on_the_driver(local_ray: None, tmp_path: Path) -> None:
+    """The driver need not hold vLLM or the models; a node that lacks the model fails its config's cells
+    with the reason (here the one local node stands in for a GPU node without /models)."""
+    from runner.cluster import run_matrix_ray
+    from tests.runner.test_vllm_backend import write_matrix
+
+    path = write_matrix(tmp_path, ["ok"], methods="[methods.none]")
+    path.write_text(path.read_text().replace('model = "ok"', 'model = "/models/not-on-this-node"')
+                    .replace('gpus = ["cpu"]', 'gpus = ["MI300X"]'))
+    summary = run_matrix_ray(load_matrix(path), RunOptions(backend="vllm", db=tmp_path / "s.duckdb", run_id="R",
+                                                           runs_dir=tmp_path / "runs"))
+    assert (summary.cells_ok, summary.cells_failed) == (0, 1)
+    err = summary.failures[0]["error"]
+    assert err == (f"on {socket.gethostname()}: {path}:6: families.ok.model: no such file or directory "
+                   "'/models/not-on-this-node' on this host"), err
 
 
 def test_cli_ray_local_starts_and_removes_its_own_cluster(tmp_path: Path) -> None:

@@ -76,3 +76,53 @@ def test_shipped_matrices_load(monkeypatch: pytest.MonkeyPatch) -> None:
     assert smoke.launch.startswith("python -m vllm") and len(smoke.cells()) == 2
     default = load_matrix(REPO / "runner" / "matrices" / "default.toml")
     assert default.adaptive is None and default.launch == "vllm serve {model} --host 127.0.0.1 --port {port} {args}"
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("[run]\n", "[run]\nrequest_per_cell = 20\n",
+     "run.request_per_cell: unknown key (did you mean 'requests_per_cell'?)"),
+    ("[workloads.chat]\n", "[workloads.chat]\nmax_token = 48\n",
+     "workloads.chat.max_token: unknown key (did you mean 'max_tokens'?)"),
+    ("[methods.none]\n", "[methods.ngram]\ndepth = [3]\n", "methods.ngram.depth: unknown key (did you mean 'depths'?)"),
+    ('model = "m"\n', 'model = "m"\ntp = 2\n', "families.F.tp: unknown key (expected one of model, "),
+    ("[run]\n", "[loads]\nconcurrency = [2]\n[run]\n", "loads: unknown key (did you mean 'load'?)"),
+    ("[run]\n", "[load]\nconcurency = [4]\n[run]\n", "load.concurency: unknown key (did you mean 'concurrency'?)"),
+])
+def test_a_misspelled_key_is_refused_on_its_line(tmp_path: Path, old: str, new: str, message: str) -> None:
+    """A typo must never fall back to a default silently (request_per_cell = 20 used to run 200 per cell)."""
+    path = write(tmp_path)
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(InputError) as info:
+        load_matrix(path)
+    lines = path.read_text().splitlines()
+    key = message.split(":")[0].split(".")[-1]
+    assert info.value.message.startswith(message), info.value.message
+    assert info.value.line > 0 and key in lines[info.value.line - 1], (info.value.line, lines)
+
+
+def test_plan_and_run_refuse_a_misspelled_key_with_exit_2(tmp_path: Path) -> None:
+    from tests.conftest import cli
+
+    path = write(tmp_path, run="request_per_cell = 20")
+    for args in (["plan"], ["run", "--db", str(tmp_path / "s.duckdb")]):
+        res = cli("runner", *args, "--matrix", str(path))
+        assert res.returncode == 2 and res.stdout == ""
+        assert res.stderr.strip() == (f"error: {path}:10: run.request_per_cell: unknown key "
+                                      "(did you mean 'requests_per_cell'?)")
+    assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_the_documented_example_uses_only_known_keys(tmp_path: Path) -> None:
+    """docs/matrix.md's "every key" example is the key list the loader accepts (no key refused there)."""
+    import re
+
+    block = re.search(r"```toml\n(.*?)```", (REPO / "docs" / "matrix.md").read_text(), re.S)
+    assert block is not None
+    path = tmp_path / "doc.toml"
+    path.write_text(block.group(1))
+    m = load_matrix(path)
+    assert [w.name for w in m.workloads] == ["code", "chat", "prod"] and m.adaptive is not None
+    assert m.port == 8000 and m.env == {"VLLM_USE_V1": "1"} and m.families[0].draft_models == {
+        "eagle3": "/models/qwen3.5-eagle3"}

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ingest import sql, store
+from ingest.errors import InputError
 from runner.backends.vllm import VllmBackend
 from runner.execute import RunOptions, RunSummary, run_matrix
 from runner.matrix import load_matrix
@@ -106,13 +107,31 @@ def test_start_failure_and_start_timeout_fail_their_cells_and_the_run_goes_on(tm
     assert wait_gone(tmp_path / "runs") == []
 
 
-def test_port_taken_fails_the_start(tmp_path: Path) -> None:
+def test_port_taken_at_the_start_is_bad_input_and_taken_later_fails_the_start(tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
         path = write_matrix(tmp_path, ["ok"], methods="[methods.none]", run_extra=f"port = {port}")
-        summary = run(tmp_path, path)
+        # taken before the run: every start would fail, so the run refuses to begin (exit 2, nothing written)
+        with pytest.raises(InputError, match=rf"run\.port: port {port} is already in use"):
+            run(tmp_path, path)
+        assert not (tmp_path / "s.duckdb").exists()
+
+        # taken after the run began (another process grabbed it between server starts): the start fails
+        class LatePort(VllmBackend):
+            def prepare(self, *args: object, **kw: object) -> None:
+                sock.close()
+                super().prepare(*args, **kw)  # type: ignore[arg-type]
+                grab = socket.socket()
+                grab.bind(("127.0.0.1", port))
+                grab.listen()
+                self.grabbed = grab
+
+        late = LatePort()
+        opts = RunOptions(backend="vllm", db=tmp_path / "s.duckdb", runs_dir=tmp_path / "runs", run_id="R")
+        summary = run_matrix(load_matrix(path), opts, backend=late)
+        late.grabbed.close()
     assert summary.cells_failed == 1
     assert summary.failures[0]["error"] == f"server start failed: port {port} in use"
 
@@ -190,3 +209,29 @@ def test_prepare_reaps_a_server_left_by_a_dead_runner(tmp_path: Path) -> None:
     finally:
         live.kill()
         live.wait()
+
+
+def test_trace_replay_keeps_arrivals_and_sends_the_traces_input_lengths_in_the_servers_tokens(tmp_path: Path) -> None:
+    """Arrival times (rescaled by request_rate) become the stored request starts, and synthesized prompts are
+    fitted to the server's tokenizer through /tokenize, so the stored (server-counted) input tokens are the
+    trace's; a server without /tokenize keeps the estimated text."""
+    inputs = [120, 300, 80, 500, 240, 160]
+    times = [0.0, 0.2, 0.25, 1.0, 1.1, 2.0]
+    (tmp_path / "t.csv").write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(
+        f"2024-05-10 00:00:{t:06.3f},{n},8\n" for t, n in zip(times, inputs, strict=True)))
+    path = write_matrix(tmp_path, ["ok", "notokenize"], methods="[methods.none]")
+    path.write_text(path.read_text().replace("[workloads.code]\nmax_tokens = 12", '[workloads.prod]\nsource = "t.csv"'
+                                             '\nrequest_rate = 5.0'))
+    summary = run(tmp_path, path)
+    assert (summary.cells_ok, summary.cells_failed) == (2, 0), summary.failures
+    with store.session(tmp_path / "s.duckdb", read_only=True) as con:
+        rows = sql.frame(con, "SELECT c.model, r.request_index, r.input_tokens, r.output_tokens, r.start_s "
+                              "FROM requests r JOIN cells c USING (run_id, cell_id) ORDER BY 1, 2")
+    fitted = rows.filter(rows["model"] == "ok")
+    assert fitted["output_tokens"].to_list() == [8] * 6
+    for got, want in zip(fitted["input_tokens"].to_list(), inputs, strict=True):
+        assert got == pytest.approx(want, rel=0.05), (got, want)
+    # 5 gaps in 2 s is 2.5 req/s recorded; at 5 req/s every gap is halved, shape kept
+    assert fitted["start_s"].to_list() == pytest.approx([t / 2 for t in times], abs=0.08)
+    estimated = rows.filter(rows["model"] == "notokenize")["input_tokens"].to_list()
+    assert all(g > 1.5 * w for g, w in zip(estimated, inputs, strict=True)), estimated  # 2 chars/token vs ~4

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from ingest import sql, store
 from runner.vllm.server import free_port
@@ -37,7 +39,8 @@ def test_progress_display_and_summary_line_then_json_is_quiet(tmp_path: Path) ->
     shown = run_cli(tmp_path, path, "--run-id", "A")
     assert shown.returncode == 0, shown.stderr
     assert "ok/ngram:3@cpu" in shown.stderr and "2/2" in shown.stderr and "cells" in shown.stderr
-    assert shown.stdout.strip() == "run A: 2 ok, 0 failed, 0 skipped (already in the store)"
+    assert re.fullmatch(r"run A: 2 ok, 0 failed, 0 skipped \(already in the store\) in \d+ s; "
+                        rf"server logs: {re.escape(str(tmp_path / 'runs' / 'A'))}", shown.stdout.strip()), shown.stdout
     quiet = run_cli(tmp_path, path, "--run-id", "B", "--json")
     assert quiet.returncode == 0 and quiet.stderr == ""
     assert json.loads(quiet.stdout) == {"run_id": "B", "cells_ok": 2, "cells_failed": 0, "cells_skipped": 0,
@@ -140,3 +143,75 @@ def test_sigkill_mid_cell_then_resume(tmp_path: Path) -> None:
 
     assert not group_alive(record["pgid"]), "the orphan from the killed runner was reaped"
     assert not list((tmp_path / "runs" / "R").glob("*.pid"))
+
+
+def test_failures_are_listed_with_their_reason_and_resume_says_what_it_skipped(tmp_path: Path) -> None:
+    path = write_matrix(tmp_path, ["ok", "exit"], methods="[methods.none]")
+    first = run_cli(tmp_path, path, "--run-id", "F")
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert lines[0].startswith("run F: 1 ok, 1 failed, 0 skipped (already in the store) in ")
+    log = tmp_path / "runs" / "F" / "exit_none_cpu.log"
+    assert lines[1:] == [f"  failed exit/none@cpu code c=2: server start failed: server exited with code 1 before "
+                         f"becoming healthy: ValueError: model path does not exist: exit (log: {log})"]
+    again = run_cli(tmp_path, path, "--resume")
+    assert again.stdout.startswith("run F: 0 ok, 0 failed, 2 skipped (already in the store; 1 of them failed "
+                                   "earlier: --retry-failed runs them again) in ")
+
+
+def test_resume_of_an_edited_matrix_says_it_starts_a_new_run(tmp_path: Path) -> None:
+    path = write_matrix(tmp_path, ["ok"], methods="[methods.none]")
+    assert run_cli(tmp_path, path, "--run-id", "old-run", "--json").returncode == 0
+    path.write_text(path.read_text().replace("requests_per_cell = 6", "requests_per_cell = 4"))
+    res = run_cli(tmp_path, path, "--resume", "--json")
+    assert res.returncode == 0, res.stderr
+    new = json.loads(res.stdout)["run_id"]
+    assert new != "old-run" and new.startswith("fake-vllm-")
+    assert res.stderr.strip() == (f"note: --resume: {path} changed since run old-run (runs resume only an identical "
+                                  f"matrix file), so this is a new run {new}; to add to old-run anyway, pass "
+                                  f"--run-id old-run --resume")
+    other = write_matrix(tmp_path, ["ok"], methods="[methods.none]", name="other")
+    res = run_cli(tmp_path, other, "--resume", "--json")
+    new = json.loads(res.stdout)["run_id"]
+    assert res.stderr.strip() == (f"note: --resume: no earlier vllm run of {other} in {tmp_path / 's.duckdb'}; "
+                                  f"starting a new run {new}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_mid_cell_stops_the_server_keeps_the_store_and_says_how_to_resume(tmp_path: Path,
+                                                                                   sig: signal.Signals) -> None:
+    """Ctrl-C, `kill`/`timeout` (SIGTERM) and a closed terminal (SIGHUP) all take the server's process group
+    down (it runs in its own session, so nothing else would), land no half cell, and print the resume line."""
+    path = write_matrix(tmp_path, ["ok", "slow"], methods="[methods.none]", requests=8)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    runner = subprocess.Popen([sys.executable, "-m", "runner", "run", "--matrix", str(path), "--backend", "vllm",
+                               "--db", str(tmp_path / "s.duckdb"), "--runs-dir", str(tmp_path / "runs"), "--run-id",
+                               "S", "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    pid_file = tmp_path / "runs" / "S" / "slow_none_cpu.pid"
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    record = json.loads(pid_file.read_text())
+    while time.monotonic() < deadline:  # the slow server is up and its cell is under way
+        try:
+            if httpx.get(f"http://127.0.0.1:{record['port']}/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    time.sleep(0.5)
+    runner.send_signal(sig)
+    out, err = runner.communicate(timeout=60)
+    from runner.vllm.pidfile import group_alive
+
+    assert runner.returncode == 128 + sig, err
+    assert out == "" and "Traceback" not in err
+    why = "interrupted" if sig == signal.SIGINT else sig.name
+    assert err.strip() == (f"error: {why}: run S stopped after 1 cell(s) this time, every server stopped, finished "
+                           f"cells kept; continue with: python -m runner run --matrix {path} --backend vllm --run-id S "
+                           f"--resume --db {tmp_path / 's.duckdb'} --runs-dir {tmp_path / 'runs'}")
+    assert not group_alive(record["pgid"]) and not pid_file.exists()
+    assert set(statuses(tmp_path / "s.duckdb")) == {"ok"}  # the finished cell, nothing of the interrupted one
+    res = run_cli(tmp_path, path, "--run-id", "S", "--resume", "--json")
+    assert json.loads(res.stdout)["cells_ok"] == 1 and json.loads(res.stdout)["cells_skipped"] == 1
+    assert wait_gone(tmp_path / "runs") == []

@@ -2,7 +2,7 @@
 
 Needs ``scripts/setup_vllm_cpu.sh DIR`` and ``SPECTUNE_VLLM_ENV=DIR``; skipped only when that variable
 is unset. Covers: the cpu-smoke matrix end to end (ngram acceptance counters, none without, ordered
-latencies, rows in the store, no server left), a bad model path through the backend, and SIGKILL of
+latencies, rows in the store, no server left), a model folder vLLM cannot load (its reason kept), and SIGKILL of
 the runner during a real vLLM cell followed by --resume. Four server starts in all (~35 s each),
 one of them failing fast.
 """
@@ -75,9 +75,14 @@ def test_cpu_smoke_matrix_against_real_vllm(vllm_env: dict[str, str], tmp_path: 
     assert wait_gone(tmp_path / "runs") == []
 
 
-def test_bad_model_path_fails_the_cell_with_the_reason(vllm_env: dict[str, str], tmp_path: Path) -> None:
+def test_a_model_folder_vllm_cannot_load_fails_the_cell_with_the_reason(vllm_env: dict[str, str],
+                                                                          tmp_path: Path) -> None:
+    # A path that does not exist is refused before any start (tests/runner/test_vllm_preflight.py); a folder
+    # that exists but holds no model gets through to vLLM, which must fail the cell with its own reason.
+    not_a_model = tmp_path / "not-a-model"
+    not_a_model.mkdir()
     bad = tmp_path / "bad.toml"
-    text = SMOKE.read_text().replace('model = "${SPECTUNE_VLLM_MODEL}"', f'model = "{tmp_path / "no-such-model"}"')
+    text = SMOKE.read_text().replace('model = "${SPECTUNE_VLLM_MODEL}"', f'model = "{not_a_model}"')
     bad.write_text(text.replace("[methods.ngram]\ndepths = [3]", "").replace("extra = {", "# extra = {"))
     t0 = time.monotonic()
     res = runner_cli(tmp_path, vllm_env, bad, "--json")
@@ -86,7 +91,11 @@ def test_bad_model_path_fails_the_cell_with_the_reason(vllm_env: dict[str, str],
     summary = json.loads(res.stdout)
     assert (summary["cells_ok"], summary["cells_failed"]) == (0, 1)
     err = summary["failures"][0]["error"]
-    assert err.startswith("server start failed: server exited with code") and "no-such-model" in err
+    # the reason is vLLM's own exception line (a multi-line pydantic message, joined), then where the log is
+    assert err.startswith("server start failed: server exited with code 1 before becoming healthy: "), err
+    assert "Invalid repository ID or local directory specified" in err and str(not_a_model) in err, err
+    log = next((tmp_path / "runs").glob("*/TinyLlama_none_cpu.log"))
+    assert err.endswith(f"(log: {log})") and "\n" not in err and "File \"" not in err, err
     assert wait_gone(tmp_path / "runs") == []
 
 

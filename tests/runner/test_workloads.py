@@ -13,7 +13,7 @@ import pytest
 from ingest.errors import InputError
 from ingest.traces.tokens import estimate_tokens
 from runner.matrix import WorkloadSpec
-from runner.workloads import BUILTIN_DIR, load_workload, resolve_source, synth_prompt
+from runner.workloads import BUILTIN_DIR, load_workload, rescale_arrivals, resolve_source, synth_prompt
 
 AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(
     f"2024-05-10 00:00:{s:06.3f},{400 + 37 * i},{20 + 9 * i}\n" for i, s in enumerate([0.0, 0.25, 1.5, 1.75, 4.0])
@@ -133,3 +133,28 @@ def test_missing_sources_name_the_builtins(tmp_path: Path) -> None:
     (tmp_path / "x.bin").write_bytes(b"\xff\xfe" * 10)
     with pytest.raises(InputError):
         load_workload(WorkloadSpec("w", source="x.bin", format="prompts"), 1, tmp_path)
+
+
+def test_request_rate_rescales_a_traces_arrivals_keeping_its_shape(tmp_path: Path) -> None:
+    (tmp_path / "az.csv").write_text(AZURE)
+    recorded = load_workload(WorkloadSpec("replay", source="az.csv"), 5, tmp_path)
+    assert recorded.arrival_times_s == pytest.approx([0.0, 0.25, 1.5, 1.75, 4.0])  # 4 gaps in 4 s: 1 req/s
+    faster = load_workload(WorkloadSpec("replay", source="az.csv", request_rate=4.0), 5, tmp_path)
+    assert faster.arrival_times_s == pytest.approx([0.0, 0.0625, 0.375, 0.4375, 1.0])  # same bursts, 4x the pace
+    assert "arrival times scaled x0.25 to 4 req/s (recorded 1 req/s)" in faster.source
+    assert [p.max_tokens for p in faster.prompts] == [p.max_tokens for p in recorded.prompts]
+    assert rescale_arrivals([7.0], 2.0) == ([0.0], "arrival times kept (no span to rescale to 2 req/s)")
+
+
+def test_synthesized_prompts_are_remade_for_a_tokenizer(tmp_path: Path) -> None:
+    (tmp_path / "az.csv").write_text(AZURE)
+    wl = load_workload(WorkloadSpec("replay", source="az.csv"), 5, tmp_path)
+    assert wl.synth == [(400 + 37 * i, i * 97) for i in range(5)]
+    # a tokenizer that makes 1.7 real tokens of every estimated one (the CPU test model's does about that)
+    fitted = wl.resynthesized(1.7)
+    for i, p in enumerate(fitted.prompts):
+        assert estimate_tokens(p.text or "") * 1.7 == pytest.approx(400 + 37 * i, rel=0.02)
+    assert fitted.arrival_times_s == wl.arrival_times_s and fitted.slice(1, 3).synth == wl.synth[1:3]
+    assert wl.resynthesized(1.0).prompts == wl.prompts
+    datasets = load_workload(WorkloadSpec("code"), 3)
+    assert datasets.synth is None and datasets.resynthesized(2.0) is datasets  # real text is never touched

@@ -71,6 +71,12 @@ TEXT: dict[str, str] = {
     "deep_nesting.toml": BASE + "junk = " + "[" * 5000 + "]" * 5000 + "\n",
     "timeout_infinite.toml": with_("requests_per_cell = 20", "requests_per_cell = 20\nstall_timeout_s = inf"),
     "temperature_nan.toml": with_("max_tokens = 128", "max_tokens = 128\ntemperature = nan"),
+    "run_key_misspelled.toml": with_("requests_per_cell = 20", "request_per_cell = 20"),
+    "load_table_misspelled.toml": with_("[load]", "[loads]"),
+    "workload_key_misspelled.toml": with_("max_tokens = 128", "max_token = 128"),
+    "method_key_misspelled.toml": with_("depths = [2, 3]", "depth = [2, 3]"),
+    "family_key_unknown.toml": with_('model = "Qwen/Qwen3.5-397B-A17B"',
+                                     'model = "Qwen/Qwen3.5-397B-A17B"\ntp = 2'),
 }
 
 BINARY: dict[str, bytes] = {
@@ -88,7 +94,12 @@ EXPECT: dict[str, tuple[int, str]] = {
     'toml_bare_string.toml': (9, 'Invalid value'),
     'empty.toml': (0, "missing required key 'methods'"),
     'no_methods.toml': (0, "missing required key 'methods'"),
-    'unknown_method.toml': (0, 'methods.eagle9: unknown method'),
+    'unknown_method.toml': (4, 'methods.eagle9: unknown method (did you mean'),
+    'run_key_misspelled.toml': (13, "run.request_per_cell: unknown key (did you mean 'requests_per_cell'?)"),
+    'load_table_misspelled.toml': (10, "loads: unknown key (did you mean 'load'?)"),
+    'workload_key_misspelled.toml': (9, "workloads.code.max_token: unknown key (did you mean 'max_tokens'?)"),
+    'method_key_misspelled.toml': (5, "methods.eagle3.depth: unknown key (did you mean 'depths'?)"),
+    'family_key_unknown.toml': (8, "families.Qwen.tp: unknown key (expected one of model, tensor_parallel_size, "),
     'depth_out_of_range.toml': (0, 'methods.eagle3.depths: expected integers in [1, 16], got 99'),
     'depth_is_text.toml': (0, "methods.eagle3.depths: expected integers in [1, 16], got '3'"),
     'depths_empty.toml': (0, 'methods.eagle3.depths: expected a non-empty list of integers'),

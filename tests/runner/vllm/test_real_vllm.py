@@ -119,6 +119,35 @@ def test_bad_model_path_fails_fast_with_the_reason(setup_env: dict[str, str]) ->
         os.killpg(pgid, 0)
 
 
+def test_attach_checks_and_tokenizer_fitting_against_the_real_server(server: VllmServer, setup_env: dict[str, str],
+                                                                      tmp_path: Path) -> None:
+    """What --endpoint reads from a real vLLM (its spec-decode metrics exist, at 0, from the start) and what
+    trace replay reads from its /tokenize, on the module's ngram:3 server: no extra server start."""
+    from ingest.errors import UsageError
+    from runner.backends.vllm import check_endpoint, tokens_per_estimate
+    from runner.matrix import ServerConfig, load_matrix
+    from runner.workloads import filler_words, synth_prompt
+
+    model = setup_env["SPECTUNE_VLLM_MODEL"]
+
+    def config(methods: str) -> ServerConfig:
+        path = tmp_path / "m.toml"
+        path.write_text(f'gpus = ["cpu"]\n{methods}\n[families.T]\nmodel = "{model}"\n[workloads.code]\n')
+        return load_matrix(path).server_configs()[0]
+
+    check_endpoint(server.base_url, config(f"[methods.ngram]\ndepths = [{DEPTH}]"))
+    with pytest.raises(UsageError, match="runs speculative decoding, but the matrix's server config is T/none@cpu"):
+        check_endpoint(server.base_url, config("[methods.none]"))
+    with pytest.raises(UsageError, match=f"drafts {DEPTH} tokens per step, but .* T/ngram:2@cpu"):
+        check_endpoint(server.base_url, config("[methods.ngram]\ndepths = [2]"))
+    ratio = tokens_per_estimate(server.base_url, model)
+    assert ratio is not None and 0.3 < ratio < 4
+    for target in (60, 200, 400):
+        text = synth_prompt(round(target / ratio), filler_words(), offset=target)
+        count = httpx.post(f"{server.base_url}/tokenize", json={"model": model, "prompt": text}, timeout=30).json()
+        assert count["count"] == pytest.approx(target, rel=0.15), (target, count["count"])
+
+
 def test_stop_leaves_no_process(server: VllmServer) -> None:
     # Last in the module on purpose: it ends the module's server.
     pgid = server.pgid

@@ -97,7 +97,8 @@ def test_exit_before_healthy_reports_log_tail(tmp_path: Path) -> None:
         server.wait_healthy(30)
     assert time.monotonic() - t0 < 10
     msg = str(info.value)
-    assert "exited with code 3" in msg and "ValueError: no such model" in msg and "loading /nope" in msg
+    assert msg == ("server exited with code 3 before becoming healthy: ValueError: no such model "
+                   f"(log: {tmp_path / 'srv.log'})")
     assert "\n" not in msg
     assert pgid is not None
     with pytest.raises(ProcessLookupError):
