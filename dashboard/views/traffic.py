@@ -27,7 +27,7 @@ from analysis.rescore_stored import list_traces, load_trace
 from analysis.rescore_trace import SHARD_BY, bucketize
 from dashboard import charts, data, export, report, state, theme, widgets
 from ingest.errors import InputError
-from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, TraceMapping
+from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, Limits, TraceFrame, TraceMapping
 
 PAGE = "traffic"
 # The server-wide cap is .streamlit/config.toml's maxUploadSize (200 MB); the page enforces its own, which
@@ -72,13 +72,21 @@ def _suffix(name: str) -> str:
     return next((s for s in sorted(SUFFIXES, key=len, reverse=True) if low.endswith(s)), ".csv")
 
 
-def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) -> tuple[str, bool]:
-    """Upload → temp file (fixed name) → read, validate, classify → store. Returns (trace_id, new)."""
+def _read_and_store(path: Path, fmt: str, workload: str | None, mapping: TraceMapping | None, name: str,
+                    limits: Limits, source_path: str) -> tuple[TraceFrame, str, bool]:
+    """Read, validate and classify a trace file (format detected by the reader when ``auto``), then store it."""
     from ingest import store
     from ingest.cli_trace import read_assigned
     from ingest.trace_store import store_trace
-    from ingest.traces import detect_format
 
+    tf, assignment = read_assigned(path, fmt, workload, mapping, name, limits)
+    with store.session(data.db_path()) as con:
+        trace_id, new = store_trace(con, tf, assignment=assignment, source_path=source_path)
+    return tf, trace_id, new
+
+
+def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) -> tuple[str, bool]:
+    """Upload → temp file (fixed name) → read, validate, classify → store. Returns (trace_id, new)."""
     bar = st.progress(0.0, text="Receiving the upload…")
     tmp = Path(tempfile.mkdtemp(prefix="spectune-upload-"))
     try:
@@ -88,15 +96,10 @@ def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) ->
             while block := up.read(1 << 22):
                 fh.write(block)
                 bar.progress(min(0.3, 0.3 * fh.tell() / max(up.size, 1)), text="Receiving the upload…")
-        bar.progress(0.35, text="Checking the format…")
+        bar.progress(0.35, text="Reading and validating every request…")
         # An upload may inflate (.gz) to at most 10× the upload cap: a zip bomb stops early, not at 4 GiB.
         limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10 * MAX_UPLOAD_MB * 1024 * 1024)
-        kind = detect_format(path, mapping, limits) if fmt == "auto" else fmt
-        bar.progress(0.45, text="Reading and validating every request…")
-        tf, assignment = read_assigned(path, kind, workload, mapping, _safe_name(up.name), limits)
-        bar.progress(0.8, text="Storing the trace…")
-        with store.session(data.db_path()) as con:
-            trace_id, new = store_trace(con, tf, assignment=assignment, source_path="upload")
+        tf, trace_id, new = _read_and_store(path, fmt, workload, mapping, _safe_name(up.name), limits, "upload")
         bar.progress(1.0, text=f"Stored {tf.frame.height:,} requests as trace {trace_id}.")
         return trace_id, new
     finally:
@@ -104,17 +107,10 @@ def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) ->
 
 
 def _ingest_sample(file: str) -> tuple[str, bool]:
-    """A bundled sample trace → store, through the same reader as an upload (format auto-detected)."""
-    from ingest import store
-    from ingest.cli_trace import read_assigned
-    from ingest.trace_store import store_trace
-    from ingest.traces import detect_format
-
+    """A bundled sample trace → store, through the same reader as an upload."""
     path = SAMPLES_DIR / file
-    kind = detect_format(path, None, DEFAULT_LIMITS)
-    tf, assignment = read_assigned(path, kind, None, None, f"sample {file}", DEFAULT_LIMITS)
-    with store.session(data.db_path()) as con:
-        return store_trace(con, tf, assignment=assignment, source_path=str(path))
+    _, trace_id, new = _read_and_store(path, "auto", None, None, f"sample {file}", DEFAULT_LIMITS, str(path))
+    return trace_id, new
 
 
 def _sample_section() -> str | None:
