@@ -34,6 +34,28 @@ def statuses(db: Path) -> dict[str, tuple[str, object]]:
     return {m: (s, w) for m, s, w in rows}
 
 
+def start_slow_run(tmp: Path, run_id: str, **popen: object) -> tuple[subprocess.Popen, dict, Path]:
+    """A runner on the ok + slow fake servers, returned (with the slow server's pid record and the matrix) once the
+    slow server is up and its cell under way."""
+    path = write_matrix(tmp, ["ok", "slow"], methods="[methods.none]", requests=8)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    runner = subprocess.Popen([sys.executable, "-m", "runner", "run", "--matrix", str(path), "--backend", "vllm",
+                               "--db", str(tmp / "s.duckdb"), "--runs-dir", str(tmp / "runs"), "--run-id", run_id,
+                               "--json"], cwd=REPO, env=env, **popen)  # type: ignore[call-overload]
+    pid_file = tmp / "runs" / run_id / "slow_none_cpu.pid"
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    record = json.loads(pid_file.read_text())
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{record['port']}/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    return runner, record, path
+
+
 def test_progress_display_and_summary_line_then_json_is_quiet(tmp_path: Path) -> None:
     path = write_matrix(tmp_path, ["ok"])
     shown = run_cli(tmp_path, path, "--run-id", "A")
@@ -107,23 +129,7 @@ def test_a_bad_workload_file_is_exit_2_and_writes_nothing(tmp_path: Path) -> Non
 
 
 def test_sigkill_mid_cell_then_resume(tmp_path: Path) -> None:
-    path = write_matrix(tmp_path, ["ok", "slow"], methods="[methods.none]", requests=8)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    runner = subprocess.Popen([sys.executable, "-m", "runner", "run", "--matrix", str(path), "--backend", "vllm",
-                               "--db", str(tmp_path / "s.duckdb"), "--runs-dir", str(tmp_path / "runs"),
-                               "--run-id", "R", "--json"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    pid_file = tmp_path / "runs" / "R" / "slow_none_cpu.pid"
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    record = json.loads(pid_file.read_text())
-    while time.monotonic() < deadline:  # the slow server is up and its cell is under way
-        try:
-            if httpx.get(f"http://127.0.0.1:{record['port']}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.05)
+    runner, record, path = start_slow_run(tmp_path, "R", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
     runner.send_signal(signal.SIGKILL)
     runner.wait()
@@ -182,23 +188,9 @@ def test_a_signal_mid_cell_stops_the_server_keeps_the_store_and_says_how_to_resu
                                                                                    sig: signal.Signals) -> None:
     """Ctrl-C, `kill`/`timeout` (SIGTERM) and a closed terminal (SIGHUP) all take the server's process group
     down (it runs in its own session, so nothing else would), land no half cell, and print the resume line."""
-    path = write_matrix(tmp_path, ["ok", "slow"], methods="[methods.none]", requests=8)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    runner = subprocess.Popen([sys.executable, "-m", "runner", "run", "--matrix", str(path), "--backend", "vllm",
-                               "--db", str(tmp_path / "s.duckdb"), "--runs-dir", str(tmp_path / "runs"), "--run-id",
-                               "S", "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    runner, record, path = start_slow_run(tmp_path, "S", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pid_file = tmp_path / "runs" / "S" / "slow_none_cpu.pid"
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    record = json.loads(pid_file.read_text())
-    while time.monotonic() < deadline:  # the slow server is up and its cell is under way
-        try:
-            if httpx.get(f"http://127.0.0.1:{record['port']}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.05)
     time.sleep(0.5)
     runner.send_signal(sig)
     out, err = runner.communicate(timeout=60)
