@@ -151,16 +151,14 @@ def group_changes(res_a: dict, res_b: dict, cells_a: pl.DataFrame, cells_b: pl.D
         wa, wb = _pair(ga["winner"]), _pair(gb["winner"])
         tied_a = {_pair(t) for t in ga["tied"]} | {wa}
         tied_b = {_pair(t) for t in gb["tied"]} | {wb}
-        gain = None
-        old = _measured(cells_b, key, wa) if wa != wb else cells_b.clear()
-        if wa == wb:
-            status = "same"
-        elif old.height == 0 or _measured(cells_a, key, wb).height == 0:
-            status = "not_comparable"
-        else:
-            status = "changed" if (wb not in tied_a and wa not in tied_b) else "unsettled"
-        if old.height:
-            old_value = old[m.name][0] if m.name in old.columns else None
+        status, gain = "same", None
+        if wa != wb:
+            old = _measured(cells_b, key, wa)  # A's winner as run B measured it
+            if old.height == 0 or _measured(cells_a, key, wb).height == 0:
+                status = "not_comparable"
+            else:
+                status = "changed" if (wb not in tied_a and wa not in tied_b) else "unsettled"
+            old_value = old[m.name][0] if old.height and m.name in old.columns else None
             new_value = gb["winner"]["value"]
             if old_value and new_value:
                 gain = (new_value / old_value if m.higher_is_better else old_value / new_value) * 100 - 100
