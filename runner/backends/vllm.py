@@ -56,7 +56,6 @@ def launch_template(matrix: Matrix) -> str:
 
 class VllmBackend:
     kind = "vllm"
-    long_running = True  # cells take minutes: execute opens the store per landed cell
 
     def __init__(self, endpoint: str | None = None, host_checks: bool = True) -> None:
         self.endpoint = normalize_endpoint(endpoint) if endpoint else None
