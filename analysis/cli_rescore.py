@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.rescore_trace import SHARD_BY
+from analysis.rescore.trace import SHARD_BY
 from ingest.errors import InputError, UsageError
 
 METRIC_CHOICES = ("output_throughput", "p99_e2e_ms", "goodput")
@@ -48,7 +48,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 def _options(args: argparse.Namespace):
     from analysis.rescore import RescoreOptions
-    from analysis.rescore_config import parse_choice, parse_draft_models
+    from analysis.rescore.config import parse_choice, parse_draft_models
 
     for flag, value in (("--replicas", args.replicas), ("--concurrency", args.concurrency),
                         ("--slo-ttft-ms", args.slo_ttft_ms), ("--slo-tpot-ms", args.slo_tpot_ms)):
@@ -64,7 +64,7 @@ def _options(args: argparse.Namespace):
 
 def load_input(args: argparse.Namespace, con):
     """(frame, meta) from a file (read + classified) or a stored trace."""
-    from analysis.rescore_stored import load_trace, looks_like_id
+    from analysis.rescore.stored import load_trace, looks_like_id
     from ingest.classify import assign_workloads
     from ingest.trace_store import trace_id_for
 

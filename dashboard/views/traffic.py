@@ -20,11 +20,12 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from analysis import rescore_compare, rescore_summary
 from analysis.rescore import RescoreOptions, rescore
-from analysis.rescore_config import parse_choice
-from analysis.rescore_stored import list_traces, load_trace
-from analysis.rescore_trace import SHARD_BY, bucketize
+from analysis.rescore import compare as rescore_compare
+from analysis.rescore import summary as rescore_summary
+from analysis.rescore.config import parse_choice
+from analysis.rescore.stored import list_traces, load_trace
+from analysis.rescore.trace import SHARD_BY, bucketize
 from dashboard import charts, data, export, report, state, theme, widgets
 from ingest.errors import InputError
 from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, Limits, TraceFrame, TraceMapping

@@ -2,10 +2,10 @@
 
 Owns the orchestration and the JSON document (DESIGN's ``analysis rescore`` contract). Pure: it reads
 the store, writes nothing, and takes a trace frame or pre-built buckets. For each family × GPU in the
-store (or the chosen ones) and each shard of the trace (analysis.rescore_trace): every candidate
-(method, depth) in the store plus the user's default is scored (analysis.rescore_score), filling
-unmeasured cells with the acceptance/cost model (analysis.rescore_fill) and, when the trace carries
-counters, re-scoring under production acceptance (analysis.rescore_drift). The winner rule is
+store (or the chosen ones) and each shard of the trace (analysis.rescore.trace): every candidate
+(method, depth) in the store plus the user's default is scored (analysis.rescore.score), filling
+unmeasured cells with the acceptance/cost model (analysis.rescore.fill) and, when the trace carries
+counters, re-scoring under production acceptance (analysis.rescore.drift). The winner rule is
 analysis.winners.decide on the derived bootstrap replicates, so a shard whose top candidates overlap is
 a tie. Trace workloads the store lacks are scored as the equal mix of the store's workloads (``blend``);
 published ``math`` maps to ``reasoning`` as in calibration.
@@ -19,12 +19,14 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import calibration, rescore_drift, rescore_fill
+from analysis import calibration
 from analysis.metrics import Metric, get_metric
-from analysis.rescore_config import Choice, needs_draft_model, speculative_config, vllm_args
-from analysis.rescore_matrix import CellSamples, Matrix, load_matrices
-from analysis.rescore_score import Prediction, ShardInput, collapse, score
-from analysis.rescore_trace import TraceBuckets, bucketize
+from analysis.rescore import drift as drift_model
+from analysis.rescore import fill
+from analysis.rescore.config import Choice, needs_draft_model, speculative_config, vllm_args
+from analysis.rescore.matrix import CellSamples, Matrix, load_matrices
+from analysis.rescore.score import Prediction, ShardInput, collapse, score
+from analysis.rescore.trace import TraceBuckets, bucketize
 from analysis.winners import decide, interval
 from ingest.errors import UsageError
 
@@ -104,11 +106,11 @@ def _candidate_cells(m: Matrix, choice: Choice, si: ShardInput, store: list[str]
     for w, wl in enumerate(store):
         per_g: list[CellSamples | None] = []
         for c in si.grid:
-            cell = rescore_fill.fill(m, choice.method, choice.depth, wl, c) if w in needed else None
+            cell = fill.fill(m, choice.method, choice.depth, wl, c) if w in needed else None
             if cell is None and w in needed:
                 return None
             if cell is not None and wl in factors:
-                cell = rescore_fill.adjust_acceptance(cell, m.family, factors[wl])
+                cell = fill.adjust_acceptance(cell, m.family, factors[wl])
             per_g.append(cell)
         cells.append(per_g)
     return cells
@@ -124,7 +126,7 @@ def _expected(p: Prediction) -> dict:
 def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[str], opts: RescoreOptions,
                  factors: dict[str, float]) -> tuple[list[Choice], list[Prediction], list[str], str | None]:
     """Score every candidate at the operating point of the reference config (the default, else none)."""
-    dep = rescore_fill.deployment(m.family, m.gpu)
+    dep = fill.deployment(m.family, m.gpu)
     cells = {ch: _candidate_cells(m, ch, si, store, factors) for ch in choices}
     ref = next((ch for ch in (opts.default, Choice("none", 0), *choices) if cells.get(ch) is not None), None)
     if ref is None:
@@ -164,7 +166,7 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
         store = m.workloads
         mapping, scored_as = workload_mapping(trace_wls, store)
         scored_as_all.update(scored_as)
-        drift = rescore_drift.compute(b.counters, m, observed, mapping, store)
+        drift = drift_model.compute(b.counters, m, observed, mapping, store)
         factors = drift.factors if drift is not None and opts.acceptance != "benchmark" else {}
         if drift is not None:
             drifts += [{"family": family, "gpu": gpu, **r} for r in drift.rows]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis import acceptance, calibration, costmodel, params
-from analysis.rescore_matrix import CellSamples, Matrix
+from analysis.rescore.matrix import CellSamples, Matrix
 
 ALPHA_CAP = 0.98
 

@@ -1,6 +1,6 @@
 """Scoring one candidate (method, depth) on one shard of a trace: throughput, p99 e2e, goodput.
 
-Owns the per-request model, applied to buckets of requests (analysis.rescore_trace), never to single
+Owns the per-request model, applied to buckets of requests (analysis.rescore.trace), never to single
 requests in Python:
 
 * a request of ``L`` output tokens and ``I`` input tokens at concurrency ``c`` takes
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis import rescore_fill
-from analysis.rescore_matrix import CellSamples
-from analysis.rescore_trace import bucket_bounds
+from analysis.rescore import fill
+from analysis.rescore.matrix import CellSamples
+from analysis.rescore.trace import bucket_bounds
 
 MIN_SAMPLES_PER_BUCKET = 30
 LOAD_LEVELS = 64
@@ -141,7 +141,7 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
     # the cell's samples, so scaling each row by its own context would count it twice.
     ctx_w = {w: float((si.inp[si.wi == w].sum() + si.out[si.wi == w].sum() / 2) / max(si.n[si.wi == w].sum(), 1e-12))
              for w in range(n_w)}
-    p0, p1 = rescore_fill.prefill_line(dep)
+    p0, p1 = fill.prefill_line(dep)
     codes, pair_of_row = np.unique(si.wi * 256 + si.lb, return_inverse=True)  # lb < 64 for any int32 length
     pairs = [(int(c // 256), int(c % 256)) for c in codes]
     # Per (pair, g): mean TTFT and TPOT of the samples; per (w, g): the cost-model scaling lines.
@@ -158,7 +158,7 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
             cell = cells[w][g]
             if cell is None or not rows.any():
                 continue
-            t0, t1 = rescore_fill.step_line(method, workloads[w], depth, dep, grid[g])
+            t0, t1 = fill.step_line(method, workloads[w], depth, dep, grid[g])
             cell_in = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
             cell_ctx = cell_in + float(np.mean(cell.out)) / 2
             s_p[rows, g] = (t0 + t1 * ctx_w[w]) / (t0 + t1 * cell_ctx)

@@ -1,7 +1,7 @@
 """Frames that describe a trace and a re-scoring result for tables and charts (the dashboard's inputs).
 
 Owns the shaping of numbers already computed elsewhere: length histograms (log2 bins), the workload
-mix, the arrival rate over time (from analysis.rescore_trace's buckets), and the recommendation,
+mix, the arrival rate over time (from analysis.rescore.trace's buckets), and the recommendation,
 candidate and tax tables of an analysis.rescore document. No chart code here, and no store access.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.rescore_trace import TraceBuckets, time_profile
+from analysis.rescore.trace import TraceBuckets, time_profile
 
 
 def length_histogram(frame: pl.DataFrame, column: str) -> pl.DataFrame:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import cli
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "data" / "samples" / "traces"
 CORPUS = REPO / "tests" / "corpus" / "traces"
 

@@ -11,9 +11,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis import rescore_compare, rescore_summary
 from analysis.rescore import RescoreOptions, rescore
-from analysis.rescore_config import (
+from analysis.rescore import compare as rescore_compare
+from analysis.rescore import summary as rescore_summary
+from analysis.rescore.config import (
     Choice,
     needs_draft_model,
     parse_choice,
@@ -21,15 +22,15 @@ from analysis.rescore_config import (
     speculative_config,
     vllm_args,
 )
-from analysis.rescore_stored import list_traces, load_trace
-from analysis.rescore_trace import MAX_SHARDS, OTHER_SHARD, bucketize
+from analysis.rescore.stored import list_traces, load_trace
+from analysis.rescore.trace import MAX_SHARDS, OTHER_SHARD, bucketize
 from benchmarks.traces import make_trace
 from ingest import store
 from ingest.errors import UsageError
 from ingest.trace_store import store_trace
 from ingest.traces import read_trace
 
-SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "traces"
+SAMPLES = Path(__file__).resolve().parents[3] / "data" / "samples" / "traces"
 
 
 def _frame(n: int, seed: int = 0, shards: int = 3) -> pl.DataFrame:

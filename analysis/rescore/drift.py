@@ -20,9 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis import acceptance, rescore_fill
-from analysis.rescore_config import Choice
-from analysis.rescore_matrix import Matrix
+from analysis import acceptance
+from analysis.rescore import fill
+from analysis.rescore.config import Choice
+from analysis.rescore.matrix import Matrix
 
 
 @dataclass(slots=True)
@@ -40,7 +41,7 @@ def benchmark_alpha(m: Matrix, choice: Choice, workload: str) -> tuple[float, st
     """(α, provenance) of ``choice`` on ``workload`` in the matrix: measured τ when there is one, else model."""
     taus, prov = [], "measured"
     for conc in m.concurrencies:
-        cell = rescore_fill.fill(m, choice.method, choice.depth, workload, conc)
+        cell = fill.fill(m, choice.method, choice.depth, workload, conc)
         if cell is not None and cell.tau is not None and np.isfinite(cell.tau):
             taus.append(float(cell.tau))
             if cell.provenance != "measured":

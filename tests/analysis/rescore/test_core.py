@@ -10,12 +10,12 @@ import pytest
 
 from analysis import frames
 from analysis.rescore import RescoreOptions, rescore
-from analysis.rescore_config import Choice
+from analysis.rescore.config import Choice
 from ingest import store
 from ingest.records import CellKey, RunInfo, SpecCounters
 from ingest.traces import read_trace
 
-SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "traces"
+SAMPLES = Path(__file__).resolve().parents[3] / "data" / "samples" / "traces"
 
 
 @pytest.fixture(scope="module")
