@@ -1,7 +1,7 @@
 """``python -m analysis winners|curve|...`` — the analysis command line (DESIGN's CLI contract).
 
 Subcommands are listed in :data:`COMMANDS` (name → (add_arguments, run, help); re-scoring and run comparison
-live in analysis/cli_rescore.py and cli_compare.py); each prints one JSON
+live in analysis/cli/rescore.py and analysis/cli/compare.py); each prints one JSON
 document with ``--json`` and a short table otherwise. Exit codes: 0 ok, 2 bad input/usage, 1 unexpected,
 3 (compare) when a winner changed.
 """
@@ -13,11 +13,11 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.cli_compare import COMMANDS as compare_commands
-from analysis.cli_rescore import COMMANDS as rescore_commands
+from analysis.cli.compare import COMMANDS as compare_commands
+from analysis.cli.rescore import COMMANDS as rescore_commands
 from analysis.metrics import METRICS
-from ingest.cli import Command
-from ingest.cli import build_parser as build_parser_for
+from ingest.cli.parser import Command
+from ingest.cli.parser import build_parser as build_parser_for
 from ingest.errors import InputError, UsageError
 
 

@@ -1,7 +1,7 @@
 """``python -m ingest results|export|trace`` — the ingest command line (DESIGN's CLI contract).
 
 Subcommands register in :data:`COMMANDS` (name → (add_arguments, run, help)); ``trace`` lives in
-``ingest/cli_trace.py``. Each prints one JSON document with ``--json``.
+``ingest/cli/trace.py``. Each prints one JSON document with ``--json``.
 Exit codes: 0 ok; 2 bad input or usage (one line ``error: <file>:<line>: ...`` on stderr, nothing
 written); 1 unexpected failure.
 """
@@ -13,9 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from ingest.cli import Command
-from ingest.cli import build_parser as build_parser_for
-from ingest.cli_trace import COMMANDS as trace_commands
+from ingest.cli.parser import Command
+from ingest.cli.parser import build_parser as build_parser_for
+from ingest.cli.trace import COMMANDS as trace_commands
 from ingest.errors import InputError, UsageError
 
 

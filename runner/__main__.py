@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ingest.cli import OneLineParser
+from ingest.cli.parser import OneLineParser
 from ingest.errors import InputError, UsageError
 
 

@@ -13,7 +13,7 @@ import json
 import polars as pl
 import streamlit as st
 
-from analysis.cli_compare import to_markdown
+from analysis.cli.compare import to_markdown
 from analysis.compare import COMPARED, CompareOptions, compare_runs
 from dashboard import data, export, widgets
 

@@ -1,7 +1,7 @@
 """Your traffic: upload a trace, see which (method, depth) wins per shard, the tax of today's default, and the
 ``--speculative-config`` to deploy; saved traces; compare two traces.
 
-UI only: reading and storing go through ingest (ingest.cli_trace.read_assigned, ingest.trace_store), every
+UI only: reading and storing go through ingest (ingest.cli.trace.read_assigned, ingest.trace_store), every
 number comes from analysis.rescore*. Uploads are capped (:data:`MAX_UPLOAD_MB`), written to a private temp
 folder under a fixed name (the uploaded file name is only ever a display label) and removed right after
 reading. Bad input is one error line, and nothing is stored.
@@ -77,7 +77,7 @@ def _read_and_store(path: Path, fmt: str, workload: str | None, mapping: TraceMa
                     limits: Limits, source_path: str) -> tuple[TraceFrame, str, bool]:
     """Read, validate and classify a trace file (format detected by the reader when ``auto``), then store it."""
     from ingest import store
-    from ingest.cli_trace import read_assigned
+    from ingest.cli.trace import read_assigned
     from ingest.trace_store import store_trace
 
     tf, assignment = read_assigned(path, fmt, workload, mapping, name, limits)

@@ -82,7 +82,7 @@ def assert_clean_usage_error(proc: subprocess.CompletedProcess, *, prefix: str =
 
 def build_tiny_store(path: Path) -> Path:
     """A real store holding one simulated run (8 cells) and one stored trace."""
-    from ingest.cli_trace import read_assigned
+    from ingest.cli.trace import read_assigned
     from ingest.trace_store import store_trace
     from runner.execute import RunOptions, run_matrix
     from runner.matrix import load_matrix

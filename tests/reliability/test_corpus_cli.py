@@ -100,7 +100,7 @@ def _trace_cases(gen_dir: Path) -> list[Case]:
             extra += ["--workload", c["workload"]]
         tid = f"{c['file']}-{c['format']}"
         out.append(Case(f"trace:{tid}", "trace", ("ingest", "trace", arg, *extra), arg, c["line"], c["contains"]))
-        if (REPO / "analysis" / "cli_rescore.py").exists():
+        if (REPO / "analysis" / "cli" / "rescore.py").exists():
             out.append(Case(f"rescore:{tid}", "rescore", ("analysis", "rescore", arg, *extra), arg, c["line"],
                             c["contains"]))
     return out
@@ -218,7 +218,7 @@ def _collect_ids() -> list[str]:
             continue
         tid = f"{c['file']}-{c['format']}"
         out.append(f"trace:{tid}")
-        if (REPO / "analysis" / "cli_rescore.py").exists():
+        if (REPO / "analysis" / "cli" / "rescore.py").exists():
             out.append(f"rescore:{tid}")
     if (CORPUS / "results" / "MANIFEST.toml").exists():
         out += [f"results:{c['file']}" for c in _manifest("results")]

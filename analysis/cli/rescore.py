@@ -76,7 +76,7 @@ def load_input(args: argparse.Namespace, con):
     if not exists and not looks_like_id(args.trace):
         raise InputError(path, 0, "no such file (TRACE is neither a file nor a trace id)")
     if exists:
-        from ingest.cli_trace import mapping_from_args
+        from ingest.cli.trace import mapping_from_args
         from ingest.traces import read_trace
 
         tf = read_trace(path, args.format, mapping_from_args(args.maps, args.timestamp_unit, path), args.workload)

@@ -13,7 +13,7 @@ from ingest.__main__ import main
 from ingest.traces import FORMAT_CHOICES
 from tests.conftest import cli
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "data" / "samples" / "traces"
 CORPUS = REPO / "tests" / "corpus" / "traces"
 # Generated cases (sparse multi-GB files …) and reader-only limits run in tests/ingest/traces and
