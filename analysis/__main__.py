@@ -1,8 +1,8 @@
 """``python -m analysis winners|curve|...`` — the analysis command line (DESIGN's CLI contract).
 
-Subcommands are listed in :data:`COMMANDS` (name → (add_arguments, run, help); re-scoring and run comparison
-live in analysis/cli/rescore.py and analysis/cli/compare.py); each prints one JSON
-document with ``--json`` and a short table otherwise. Exit codes: 0 ok, 2 bad input/usage, 1 unexpected,
+Subcommands are listed in :data:`COMMANDS` (name → (add_arguments, run, help), or a LazyCommand: re-scoring and
+run comparison live in analysis/cli/rescore.py and analysis/cli/compare.py and are imported only when run); each
+prints one JSON document with ``--json`` and a short table otherwise. Exit codes: 0 ok, 2 bad input/usage, 1 unexpected,
 3 (compare) when a winner changed.
 """
 
@@ -13,10 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.cli.compare import COMMANDS as compare_commands
-from analysis.cli.rescore import COMMANDS as rescore_commands
 from analysis.metrics import METRICS
-from ingest.cli.parser import Command
+from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
 from ingest.errors import InputError, UsageError
 
@@ -97,22 +95,26 @@ def _curve(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, Command] = {
+COMMANDS: dict[str, AnyCommand] = {
     "winners": (_winners_args, _winners, "winner (method, depth) per GPU × family × workload × load"),
     "curve": (_curve_args, _curve, "acceptance and throughput by depth for one method"),
-    **rescore_commands,
-    **compare_commands,
+    "rescore": LazyCommand("analysis.cli.rescore",
+                           "re-score (method, depth) on your traffic trace; the vLLM config to deploy"),
+    "compare": LazyCommand("analysis.cli.compare",
+                           "compare two runs: per-cell drift, changed winners, shards to re-tune"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    return build_parser_for("python -m analysis", "Winners, curves, re-scoring and drift over the store.", COMMANDS)
+def build_parser(argv: list[str] | None = None, *, only_selected: bool = False) -> argparse.ArgumentParser:
+    return build_parser_for("python -m analysis", "Winners, curves, re-scoring and drift over the store.", COMMANDS,
+                            argv, only_selected=only_selected)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv, only_selected=True).parse_args(argv)
     try:
-        return COMMANDS[args.command][1](args)
+        return resolve(COMMANDS[args.command])[1](args)
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+from ingest.paths import DATA_DIR
+
+DATA = DATA_DIR
 
 
 @dataclass(frozen=True, slots=True)

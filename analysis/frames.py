@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from analysis.metrics import CELL_COLUMNS, DIMENSION_COLUMNS, get_metric
+from ingest.sql import ArrowStream
 from ingest.sql import frame as query
 
 
@@ -64,7 +65,7 @@ def replicates(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metric: str) 
         raise ValueError(f"{metric} has no stored replicates")
     if keys.height == 0:
         return np.zeros((0, 0))
-    con.register("_keys", keys.select("run_id", "cell_id").with_row_index("row").to_arrow())
+    con.register("_keys", ArrowStream(keys.select("run_id", "cell_id").with_row_index("row")))
     try:
         frame = query(con, f"""
             SELECT k.row, b.replicate, b.{m.name} AS v
@@ -89,7 +90,7 @@ def positions(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame) -> pl.DataFram
     if keys.height == 0:
         return pl.DataFrame(schema={"run_id": pl.String, "cell_id": pl.String, "position": pl.Int16,
                                     "acceptance": pl.Float64})
-    con.register("_keys", keys.select("run_id", "cell_id").to_arrow())
+    con.register("_keys", ArrowStream(keys.select("run_id", "cell_id")))
     try:
         return query(con, "SELECT p.* FROM positions p JOIN _keys k USING (run_id, cell_id) "
                            "ORDER BY p.cell_id, p.position")
@@ -99,7 +100,7 @@ def positions(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame) -> pl.DataFram
 
 def goodput(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, ttft_ms: float, tpot_ms: float) -> pl.DataFrame:
     """Per cell: requests meeting the SLO, requests, window → goodput = meeting / window."""
-    con.register("_keys", keys.select("run_id", "cell_id").to_arrow())
+    con.register("_keys", ArrowStream(keys.select("run_id", "cell_id")))
     try:
         return query(con, """
             SELECT q.run_id, q.cell_id,

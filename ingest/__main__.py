@@ -1,7 +1,7 @@
 """``python -m ingest results|export|trace`` — the ingest command line (DESIGN's CLI contract).
 
-Subcommands register in :data:`COMMANDS` (name → (add_arguments, run, help)); ``trace`` lives in
-``ingest/cli/trace.py``. Each prints one JSON document with ``--json``.
+Subcommands register in :data:`COMMANDS` (name → (add_arguments, run, help), or a LazyCommand); ``trace`` lives
+in ``ingest/cli/trace.py`` and is imported only when run. Each prints one JSON document with ``--json``.
 Exit codes: 0 ok; 2 bad input or usage (one line ``error: <file>:<line>: ...`` on stderr, nothing
 written); 1 unexpected failure.
 """
@@ -13,9 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from ingest.cli.parser import Command
+from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
-from ingest.cli.trace import COMMANDS as trace_commands
 from ingest.errors import InputError, UsageError
 
 
@@ -75,22 +74,25 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, Command] = {
+COMMANDS: dict[str, AnyCommand] = {
     "results": (_results_args, _results, "import benchmark results (vLLM bench, Spec-Bench, SGLang, Parquet, "
                                          "published CSV); format auto-detected"),
     "export": (_export_args, _export, "write runs as a spectune Parquet export folder"),
-    **trace_commands,
+    "trace": LazyCommand("ingest.cli.trace", "read a traffic trace (Azure, BurstGPT, Mooncake, ShareGPT, JSONL, "
+                                             "CSV, Parquet) and store it for re-scoring"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    return build_parser_for("python -m ingest", "Bring results and traces into the spectune store.", COMMANDS)
+def build_parser(argv: list[str] | None = None, *, only_selected: bool = False) -> argparse.ArgumentParser:
+    return build_parser_for("python -m ingest", "Bring results and traces into the spectune store.", COMMANDS,
+                            argv, only_selected=only_selected)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv, only_selected=True).parse_args(argv)
     try:
-        return COMMANDS[args.command][1](args)
+        return resolve(COMMANDS[args.command])[1](args)
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2

@@ -11,12 +11,11 @@ import fcntl
 import os
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
-from ingest import store
+from ingest import paths, sql, store
 
-DEFAULT_DIR = store.REPO_ROOT / "data" / "default"
+DEFAULT_DIR = paths.DATA_DIR / "default"
 TABLES = ("runs", "cells", "positions", "requests")
 
 
@@ -62,7 +61,7 @@ def build_default_db(path: Path, folder: Path = DEFAULT_DIR) -> None:
                 return
             tmp = path.with_suffix(path.suffix + ".tmp")
             tmp.unlink(missing_ok=True)
-            con = duckdb.connect(str(tmp))
+            con = sql.quiet_connect(str(tmp))
             try:
                 store.ensure_schema(con, tmp)
                 tables = read_default_tables(folder)

@@ -20,13 +20,13 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from ingest import cellstats, schema, sql
+from ingest import cellstats, ddl, paths, sql
 from ingest.bulk import bootstrap_frames, keep_cells, segments  # noqa: F401 (re-exported: importers use them)
 from ingest.errors import UsageError
 from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DB = REPO_ROOT / "data" / "spectune.duckdb"
+REPO_ROOT = paths.ROOT
+DEFAULT_DB = paths.DEFAULT_DB
 LOCK_WAIT_S = 60.0
 
 
@@ -48,7 +48,7 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
     delay = 0.05
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return sql.quiet_connect(str(path), read_only=read_only)
         except duckdb.IOException as exc:  # another process holds the write lock
             if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                 raise
@@ -59,9 +59,9 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
 def check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     row = sql.one(con, "SELECT value FROM meta WHERE key = 'schema_version'")
     found = int(row[0]) if row else 0
-    if found > schema.SCHEMA_VERSION:
+    if found > ddl.SCHEMA_VERSION:
         raise SchemaVersionError(
-            f"{path}: store schema version {found} is newer than this spectune ({schema.SCHEMA_VERSION}); "
+            f"{path}: store schema version {found} is newer than this spectune ({ddl.SCHEMA_VERSION}); "
             "upgrade spectune or use another --db"
         )
 
@@ -81,11 +81,11 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         if str(path.resolve()) in _ENSURED:
             return
     with transaction(con):  # a store killed while being created has all its tables or none
-        for ddl in schema.ddl_statements():
-            con.execute(ddl)
+        for statement in ddl.DDL:
+            con.execute(statement)
         con.execute(
             "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
-            [str(schema.SCHEMA_VERSION)],
+            [str(ddl.SCHEMA_VERSION)],
         )
     _ENSURED.add(str(path.resolve()))
 
@@ -142,7 +142,7 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
     if frame.height == 0:
         return
-    cols = schema.column_names(schema.metadata.tables[table])
+    cols = ddl.COLUMNS[table]
     frame = frame.select([c for c in cols if c in frame.columns])
     view = f"_incoming_{table}"
     # string_view Arrow (polars' own layout): no per-row string conversion on the way into DuckDB
@@ -161,7 +161,7 @@ def write_run(con: duckdb.DuckDBPyConnection, run: RunInfo) -> bool:
     exists = sql.one(con, "SELECT 1 FROM runs WHERE run_id = ?", [run.run_id])
     if exists:
         return False
-    row = {c: getattr(run, c, None) for c in schema.column_names(schema.runs)}
+    row = {c: getattr(run, c, None) for c in ddl.COLUMNS["runs"]}
     _insert(con, "runs", pl.DataFrame([row], schema_overrides={"finished_at": pl.Datetime("us")}))
     return True
 
@@ -346,6 +346,6 @@ def write_trace(
             "source_path": source_path, "created_at": _now(), "requests": frame.height,
             "workload_mix": json.dumps(workload_mix), "workload_assignment": workload_assignment,
         }]))
-        cols = [c for c in schema.column_names(schema.trace_requests) if c in frame.columns and c != "trace_id"]
+        cols = [c for c in ddl.COLUMNS["trace_requests"] if c in frame.columns and c != "trace_id"]
         _insert(con, "trace_requests", frame.select(cols).with_columns(pl.lit(trace_id).alias("trace_id")))
     return True

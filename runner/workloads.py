@@ -32,10 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from ingest.errors import InputError
+from ingest.paths import DATA_DIR
 from runner.matrix import WorkloadSpec
 from runner.vllm.client import Prompt
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "workloads"
+BUILTIN_DIR = DATA_DIR / "workloads"
 PROMPT_FORMATS = ("builtin", "prompts", "sharegpt", "specbench")
 MAX_DATASET_BYTES = 512 * 1024 * 1024  # prompt datasets are read whole; traces stream with their own limits
 # The trace readers' own token estimate (ingest.traces.tokens): ~4 chars/token blended with 4/3 tokens/word.

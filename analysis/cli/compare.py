@@ -1,6 +1,7 @@
 """``python -m analysis compare RUN_A RUN_B`` — the drift report between two runs, as JSON, text or markdown.
 
-``RUN_A`` may be ``previous`` (the newest run before RUN_B, same matrix and backend when possible) and
+Owns the command (``add_args``/``run``, registered lazily in analysis/__main__.py). ``RUN_A`` may be
+``previous`` (the newest run before RUN_B, same matrix and backend when possible) and
 ``RUN_B`` ``latest``, which is what a nightly job needs. Exit code 3 when any group's winner changed
 (by the rule in :mod:`analysis.compare`), so a scheduler can alert; 0 otherwise.
 """
@@ -19,7 +20,7 @@ EXIT_WINNER_CHANGED = 3
 TOP_MOVERS = 15
 
 
-def _args(p: argparse.ArgumentParser) -> None:
+def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_a", metavar="RUN_A", help="baseline run id, or 'previous' (the run before RUN_B)")
     p.add_argument("run_b", metavar="RUN_B", help="new run id, or 'latest'")
     p.add_argument("--metric", default="output_throughput", choices=[m for m in METRICS if METRICS[m].bootstrapped],
@@ -88,7 +89,7 @@ def to_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from ingest import store
 
     if args.db is not None and not Path(args.db).exists():  # comparing only reads: never create a store
@@ -117,5 +118,3 @@ def _run(args: argparse.Namespace) -> int:
                   f"{_fmt(r['gain_pct'], True)}")
     return EXIT_WINNER_CHANGED if report["winners_changed"] else 0
 
-
-COMMANDS = {"compare": (_args, _run, "compare two runs: per-cell drift, changed winners, shards to re-tune")}

@@ -1,8 +1,8 @@
 """``python -m analysis rescore TRACE`` — which (method, depth) wins on a traffic trace, per shard.
 
-Owns the command (registered into analysis/__main__.py's COMMANDS). TRACE is a file (read with
-ingest.traces, workloads assigned by ingest.classify; nothing is stored) or a stored trace id / id
-prefix (``python -m ingest trace`` prints it). Prints one JSON document with ``--json`` (DESIGN keys:
+Owns the command (``add_args``/``run``, registered lazily in analysis/__main__.py's COMMANDS). TRACE is a
+file (read with ingest.traces, workloads assigned by ingest.classify; nothing is stored) or a stored trace
+id / id prefix (``python -m ingest trace`` prints it). Prints one JSON document with ``--json`` (DESIGN keys:
 trace {requests, workload_mix, shards}, default, recommendations[...]; see docs/rescoring.md), else a
 table with the ``--speculative-config`` to deploy per shard. Bad input exits 2 with one line.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 from analysis.rescore.trace import SHARD_BY
@@ -129,9 +128,3 @@ def _print(res: dict) -> None:
               "throughput left on the table")
     for w in res["warnings"]:
         print(f"warning: {w}")
-
-
-Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
-COMMANDS: dict[str, Command] = {
-    "rescore": (add_args, run, "re-score (method, depth) on your traffic trace; the vLLM config to deploy"),
-}

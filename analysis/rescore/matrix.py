@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from analysis import frames
+from ingest.sql import ArrowStream
 from ingest.sql import frame as query
 
 Key = tuple[str, int, str, int]  # method, depth, workload, concurrency
@@ -127,7 +128,7 @@ def load_matrices(con: duckdb.DuckDBPyConnection, families: tuple[str, ...] = ()
 
 def _requests(con: duckdb.DuckDBPyConnection, cells: pl.DataFrame) -> dict[str, tuple]:
     """cell_id → (ttft, tpot, output tokens, mean input) of its successful requests."""
-    con.register("_rescore_keys", cells.select("run_id", "cell_id").to_arrow())
+    con.register("_rescore_keys", ArrowStream(cells.select("run_id", "cell_id")))
     try:
         req = query(con, """
             SELECT q.cell_id, q.ttft_ms, q.input_tokens, q.output_tokens,

@@ -28,6 +28,7 @@ from analysis.rescore.stored import list_traces, load_trace
 from analysis.rescore.trace import SHARD_BY, bucketize
 from dashboard import charts, data, export, report, state, theme, widgets
 from ingest.errors import InputError
+from ingest.paths import DATA_DIR
 from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, Limits, TraceFrame, TraceMapping
 
 PAGE = "traffic"
@@ -39,7 +40,7 @@ SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".csv.gz", ".jsonl.gz", ".jso
 WORKLOADS = ("auto", "code", "chat", "reasoning")
 # Bundled synthetic traces in the public formats' shapes (data/samples/traces/make_samples.py): a first look
 # for someone with no trace at hand. Stored like an upload, so they are listed and compared like one.
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "data" / "samples" / "traces"
+SAMPLES_DIR = DATA_DIR / "samples" / "traces"
 SAMPLES = {"Azure code (synthetic sample)": "azure_code.csv", "Azure conversation (synthetic sample)": "azure_conv.csv",
            "BurstGPT (synthetic sample)": "burstgpt.csv", "Mooncake (synthetic sample)": "mooncake.jsonl"}
 FIELDS = ("input_tokens", "output_tokens", "timestamp", "workload", "shard", "prompt", "drafted_tokens",

@@ -1,8 +1,9 @@
 """``python -m ingest trace FILE`` — read a traffic trace, assign workloads, and store it with provenance.
 
-Owns the command (registered into ingest/__main__.py's COMMANDS). The file is read and validated whole
-(ingest.traces) and workloads are assigned (column → ``--workload`` → prompt classifier → unknown)
-before anything is written; bad input exits 2 with one line and writes nothing. The same file twice is
+Owns the command (``add_args``/``run``, registered lazily in ingest/__main__.py's COMMANDS). The file is
+read and validated whole (ingest.traces) and workloads are assigned (column → ``--workload`` → prompt
+classifier → unknown) before anything is written; bad input exits 2 with one line and writes nothing. The
+same file twice is
 one trace (``new: false``). Generic CSV/JSONL/Parquet columns are mapped with ``--map FIELD=COLUMN``.
 
 JSON (``--json``): trace_id, format, requests, workload_mix, plus new, name, file_hash, dropped,
@@ -14,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
@@ -121,9 +121,3 @@ def dropped_note(dropped: dict[str, int]) -> str:
              "unpaired_turns": "unpaired turns", "empty_turns": "questions without turns"}
     parts = [f"{n:,} {words.get(reason, reason.replace('_', ' '))}" for reason, n in dropped.items() if n]
     return f"; dropped {', '.join(parts)}" if parts else ""
-
-Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]
-COMMANDS: dict[str, Command] = {
-    "trace": (add_args, run, "read a traffic trace (Azure, BurstGPT, Mooncake, ShareGPT, JSONL, CSV, Parquet) "
-                             "and store it for re-scoring"),
-}

@@ -12,16 +12,16 @@ from __future__ import annotations
 import csv
 import unicodedata
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from ingest.errors import UsageError
+from ingest.paths import DATA_DIR
 from ingest.records import KNOWN_METHODS, CellKey
 
 SETTABLE: tuple[str, ...] = ("method", "depth", "family", "model", "workload", "gpu", "concurrency", "gpu_count")
 INT_KEYS: frozenset[str] = frozenset({"depth", "concurrency", "gpu_count"})
 UNKNOWN = "unknown"
-MODELS_CSV = Path(__file__).resolve().parents[2] / "data" / "models.csv"
+MODELS_CSV = DATA_DIR / "models.csv"
 MAX_DEPTH = 64
 MAX_LABEL = 200
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

@@ -22,6 +22,7 @@ import duckdb
 import polars as pl
 
 from ingest.errors import InputError
+from ingest.sql import quiet_connect
 from ingest.traces.limits import Limits
 from ingest.traces.locate import jsonl_locator
 from ingest.traces.normalise import RawTable
@@ -125,7 +126,7 @@ def scan_keys(src: Source, keys: dict[str, tuple[str, str]], limits: Limits) -> 
     columns = {key: "JSON" for key, _ in keys.values()}
     with _duckdb_path(src.data_path) as path:
         try:
-            con = duckdb.connect(":memory:")
+            con = quiet_connect()
             try:
                 table = con.sql(sql, params=[path, columns, 2 * limits.max_line_bytes]).to_arrow_table()
             finally:

@@ -106,3 +106,24 @@ def test_cell_id_is_stable_and_dimensional():
     assert CellKey("eagle3", 4, "Qwen", KEY.model, "code", "MI355X", 16).cell_id != KEY.cell_id
     assert CellKey("eagle3", 3, "Qwen", KEY.model, "code", "MI355X", 64).cell_id != KEY.cell_id
     assert CellKey("none", 5, "Qwen", KEY.model, "code", "MI355X", 16).depth == 0
+
+
+def test_committed_ddl_is_what_sqlalchemy_compiles():
+    """ingest/ddl.py (what the store runs) is exactly the SQLAlchemy schema compiled; regenerate with
+    ``python -m ingest.schema`` when this fails."""
+    from ingest import ddl
+
+    assert schema.DDL_MODULE.read_text(encoding="utf-8") == schema.render_ddl_module()
+    assert list(ddl.DDL) == schema.ddl_statements()
+    assert ddl.SCHEMA_VERSION == schema.SCHEMA_VERSION
+    assert {t.name: tuple(schema.column_names(t)) for t in schema.metadata.tables.values()} == ddl.COLUMNS
+
+
+def test_every_store_connection_has_the_progress_bar_off(tmp_path):
+    """DuckDB's progress bar goes to stdout and would break a --json document."""
+    path = tmp_path / "s.duckdb"
+    for con in (store.connect(path), sql.quiet_connect()):
+        with con:
+            assert sql.one(con, "SELECT current_setting('enable_progress_bar')")[0] is False
+    with store.connect(path, read_only=True) as con:
+        assert sql.one(con, "SELECT current_setting('enable_progress_bar')")[0] is False

@@ -1,0 +1,27 @@
+"""Where spectune's own files are, in a checkout and in an installed copy (``pip install .``).
+
+In a checkout the packages sit next to ``data/`` and ``.streamlit/``; an installed wheel carries those two
+folders as ``spectune/data`` and ``spectune/streamlit`` beside the packages in site-packages. The default store
+is ``data/spectune.duckdb`` in a checkout (as the README says) and, installed, a per-user file
+(``$XDG_DATA_HOME/spectune/spectune.duckdb``, i.e. ``~/.local/share/spectune``) rather than site-packages.
+``$SPECTUNE_DB`` overrides both (ingest.store).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout, or site-packages
+INSTALLED = not (ROOT / "data" / "sim_params.toml").is_file() and (ROOT / "spectune" / "data").is_dir()
+DATA_DIR = ROOT / "spectune" / "data" if INSTALLED else ROOT / "data"
+STREAMLIT_CONFIG = (ROOT / "spectune" / "streamlit" if INSTALLED else ROOT / ".streamlit") / "config.toml"
+DASHBOARD_APP = ROOT / "dashboard" / "app.py"
+MATRICES_DIR = ROOT / "runner" / "matrices"
+
+
+def user_data_dir() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "spectune"
+
+
+DEFAULT_DB = user_data_dir() / "spectune.duckdb" if INSTALLED else DATA_DIR / "spectune.duckdb"
