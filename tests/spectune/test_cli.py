@@ -51,7 +51,8 @@ def test_version_and_same_results_as_python_m(default_db):
 
 @pytest.mark.parametrize("argv,hint", [(("winers",), "did you mean 'winners'?"),
                                         (("winners", "--famly", "Qwen"), "did you mean '--family'?"),
-                                        (("plan", "--matrix", "runner/matrices/default.toml", "--jsn"), "did you mean '--json'?")])
+                                        (("plan", "--matrix", "runner/matrices/default.toml", "--jsn"),
+                                         "did you mean '--json'?")])
 def test_misspellings_get_a_suggestion_in_one_line(default_db, argv, hint):
     proc = cli("spectune", *argv, db=default_db)
     assert proc.returncode == 2 and proc.stdout == ""
