@@ -30,6 +30,17 @@ def _open(args: argparse.Namespace):
     return store.connect(args.db, read_only=args.db is not None)
 
 
+def _checked(con, **given: list[str] | str | None) -> dict[str, tuple[str, ...]]:
+    """Dimension flags checked against the store (case fixed, with a note on stderr; unknown → exit 2)."""
+    from analysis.choices import resolve_values
+
+    values = {k: ([v] if isinstance(v, str) else list(v or [])) for k, v in given.items()}
+    dims, notes = resolve_values(con, values)
+    for note in notes:
+        print(note, file=sys.stderr)
+    return dims
+
+
 def _winners_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", default="output_throughput", choices=list(METRICS))
     p.add_argument("--gpu", action="append", default=[], help="repeatable")
@@ -50,10 +61,11 @@ def _winners(args: argparse.Namespace) -> int:
     from analysis.frames import Filters
     from analysis.winners import winners
 
-    f = Filters(gpus=tuple(args.gpu), families=tuple(args.family), workloads=tuple(args.workload),
-                methods=tuple(args.method), concurrency=tuple(args.concurrency), depth_min=args.depth_min,
-                depth_max=args.depth_max, runs=tuple(args.run), backends=tuple(args.backend))
     with _open(args) as con:
+        dims = _checked(con, gpu=args.gpu, family=args.family, workload=args.workload, method=args.method)
+        f = Filters(gpus=dims["gpu"], families=dims["family"], workloads=dims["workload"], methods=dims["method"],
+                    concurrency=tuple(args.concurrency), depth_min=args.depth_min, depth_max=args.depth_max,
+                    runs=tuple(args.run), backends=tuple(args.backend))
         res = winners(con, args.metric, f, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
                       best_depth_per_method=args.best_depth)
     if not res["cells"]:
@@ -83,7 +95,9 @@ def _curve(args: argparse.Namespace) -> int:
     from analysis.curves import curve
 
     with _open(args) as con:
-        res = curve(con, args.family, args.method, args.workload, args.gpu, args.concurrency)
+        dims = _checked(con, family=args.family, method=args.method, workload=args.workload, gpu=args.gpu)
+        res = curve(con, dims["family"][0], dims["method"][0], dims["workload"][0], (dims["gpu"] or (None,))[0],
+                    args.concurrency)
     if not res["points"]:
         raise UsageError(f"no cells for family={args.family} method={args.method} workload={args.workload}")
     if args.json:

@@ -10,6 +10,7 @@ table with the ``--speculative-config`` to deploy per shard. Bad input exits 2 w
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -92,11 +93,13 @@ def load_input(args: argparse.Namespace, con):
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.__main__ import _open
+    from analysis.__main__ import _checked, _open
     from analysis.rescore import rescore
 
     opts = _options(args)
     with _open(args) as con:
+        dims = _checked(con, family=list(opts.families), gpu=list(opts.gpus))
+        opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
         frame, meta = load_input(args, con)
         res = rescore(con, frame, opts, meta)
     if not res["recommendations"]:
