@@ -1,0 +1,86 @@
+"""The winner rule's two edges a user pays for: a zero lower bound is a tie, and ties are decided by the paired
+difference of replicates — not by each candidate's own interval against the winner's point.
+
+The replicates are built so the two rules disagree, with enough of them (20 000) that the percentile interval's
+own noise is far smaller than the margins the verdicts rest on (worked out in each test's docstring).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from analysis.metrics import get_metric
+from analysis.winners import decide, decide_groups
+
+THROUGHPUT = get_metric("output_throughput")
+P99 = get_metric("p99_e2e_ms")
+B = 20_000
+
+
+def _z(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(B)
+
+
+def test_identical_replicates_tie_although_the_lower_bound_is_exactly_zero():
+    """winner − candidate is 0 in every replicate: the interval is [0, 0], which does not exclude zero."""
+    same = 100.0 + 5.0 * _z(1)
+    d = decide(np.array([100.0, 100.0]), np.vstack([same, same]), THROUGHPUT)
+    assert d.tied == [0, 1] and not d.clear
+    # the same for a lower-is-better metric (the sign flip must not turn the 0 into a win)
+    d = decide(np.array([300.0, 300.0]), np.vstack([same + 200, same + 200]), P99)
+    assert d.tied == [0, 1] and not d.clear
+
+
+def test_a_constant_positive_difference_is_clear():
+    """The other side of the zero edge: every replicate 0.5 apart is a clear win, however noisy each cell."""
+    base = 100.0 + 20.0 * _z(2)
+    d = decide(np.array([100.5, 100.0]), np.vstack([base + 0.5, base]), THROUGHPUT)
+    assert d.tied == [0] and d.clear
+
+
+def test_independent_noise_100_vs_88_sd_5_is_a_tie():
+    """Difference 12 with sd 5·√2 = 7.07: its 95 % interval is 12 ± 13.9 = [−1.9, 25.9] ∋ 0 → tie.
+    The candidate's own interval, 88 ± 9.8 = [78.2, 97.8], excludes the winner's 100: the wrong rule says clear."""
+    reps = np.vstack([100.0 + 5.0 * _z(3), 88.0 + 5.0 * _z(4)])
+    d = decide(np.array([100.0, 88.0]), reps, THROUGHPUT)
+    assert d.order == [0, 1] and d.tied == [0, 1] and not d.clear
+    _lo, hi = d.intervals[1]
+    assert hi < 100.0  # the case really separates the rules: the winner's point is outside the candidate's own band
+
+
+def test_shared_noise_100_vs_97_sd_10_is_clear():
+    """Both cells share noise of sd 10 (a common bootstrap draw) plus their own sd 0.5: the difference is
+    3 ± 1.96·0.71 = [1.6, 4.4], clear. Each own interval (±19.6) contains the other's point: the wrong rule ties."""
+    shared = 10.0 * _z(5)
+    reps = np.vstack([100.0 + shared + 0.5 * _z(6), 97.0 + shared + 0.5 * _z(7)])
+    d = decide(np.array([100.0, 97.0]), reps, THROUGHPUT)
+    assert d.tied == [0] and d.clear
+    lo, hi = d.intervals[1]
+    assert lo < 97.0 < 100.0 < hi
+
+
+def test_shared_noise_on_a_lower_is_better_metric_is_clear():
+    """The same construction for latency (300 beats 309): the paired difference decides, in the good direction."""
+    shared = 30.0 * _z(8)
+    reps = np.vstack([309.0 + shared + 1.0 * _z(9), 300.0 + shared + 1.0 * _z(10)])
+    d = decide(np.array([309.0, 300.0]), reps, P99)
+    assert d.order == [1, 0] and d.tied == [1] and d.clear
+
+
+def test_grouped_verdicts_use_the_paired_difference_too():
+    """decide_groups (what the CLI and the heatmap show) gives the same two verdicts and names the tied set."""
+    cells = pl.DataFrame({
+        "gpu": ["G"] * 4, "family": ["F"] * 4, "workload": ["indep", "indep", "shared", "shared"],
+        "concurrency": [1] * 4, "method": ["mtp", "eagle3", "mtp", "eagle3"], "depth": [3, 2, 3, 2],
+        "backend": ["vllm"] * 4, "run_id": ["r"] * 4, "cell_id": ["a1", "a2", "b1", "b2"],
+    })
+    shared = 10.0 * _z(11)
+    reps = np.vstack([100.0 + 5.0 * _z(12), 88.0 + 5.0 * _z(13),
+                      100.0 + shared + 0.5 * _z(14), 97.0 + shared + 0.5 * _z(15)])
+    doc = decide_groups(cells, np.array([100.0, 88.0, 100.0, 97.0]), reps, THROUGHPUT)
+    by = {c["workload"]: c for c in doc["cells"]}
+    assert not by["indep"]["clear"]
+    assert [(t["method"], t["depth"]) for t in by["indep"]["tied"]] == [("mtp", 3), ("eagle3", 2)]
+    assert by["shared"]["clear"] and by["shared"]["tied"] == []
+    assert by["shared"]["winner"]["method"] == "mtp" and by["shared"]["runner_up"]["method"] == "eagle3"

@@ -1,0 +1,100 @@
+"""A cell's metrics by vLLM's definitions, checked on hand-computed cases, and the acceptance replicates checked
+against the point estimate and against a second, direct implementation of the Poisson bootstrap."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from analysis.winners import interval
+from ingest import cellstats
+from ingest.records import SpecCounters
+
+
+def _requests(ok: list[bool] | None = None) -> pl.DataFrame:
+    """Three successful requests (and optionally a failed fourth) with per-request draft counts, depth 3."""
+    frame = pl.DataFrame({
+        "output_tokens": [10, 20, 30], "ttft_ms": [100.0, 200.0, 300.0], "e2e_ms": [1000.0, 2000.0, 3000.0],
+        "tpot_ms": [900 / 9, 1800 / 19, 2700 / 29], "drafted_tokens": [9, 18, 27], "accepted_tokens": [6, 9, 18],
+        "ok": [True, True, True],
+    })
+    if ok is not None:
+        frame = pl.concat([frame, pl.DataFrame({
+            "output_tokens": [500], "ttft_ms": [9e9], "e2e_ms": [9e9], "tpot_ms": [9e9], "drafted_tokens": [900],
+            "accepted_tokens": [0], "ok": [False]}).cast(frame.schema)])
+    return frame
+
+
+def test_metrics_of_a_hand_computed_cell():
+    v = cellstats.derive(_requests(ok=[False]), depth=3, window_s=2.0, gpu_count=2).values
+    assert (v["n_requests"], v["n_failed"], v["gpu_count"]) == (4, 1, 2)  # the failed request counts nowhere else
+    assert v["output_tokens"] == 60.0
+    assert v["output_throughput"] == pytest.approx(30.0)  # 60 tokens / 2 s
+    assert v["output_throughput_per_gpu"] == pytest.approx(15.0)
+    assert v["request_throughput"] == pytest.approx(1.5)
+    assert v["mean_e2e_ms"] == pytest.approx(2000.0) and v["mean_ttft_ms"] == pytest.approx(200.0)
+    assert v["p50_ttft_ms"] == pytest.approx(200.0)
+    assert v["p99_ttft_ms"] == pytest.approx(298.0)  # linear: rank 0.99·2 = 1.98 → 200 + 0.98·100
+    assert v["p90_e2e_ms"] == pytest.approx(2800.0)
+    # 54 drafted tokens at depth 3 = 18 drafts; 33 accepted
+    assert v["drafts"] == pytest.approx(18.0) and v["draft_tokens"] == 54.0 and v["accepted_tokens"] == 33.0
+    assert v["acceptance_rate"] == pytest.approx(33 / 54)
+    assert v["acceptance_length"] == pytest.approx(1 + 33 / 18)
+
+
+def test_counters_take_precedence_and_give_per_position_rates():
+    m = cellstats.derive(_requests(), depth=3, window_s=2.0, gpu_count=1,
+                         counters=SpecCounters(drafts=10, draft_tokens=30, accepted_tokens=12,
+                                               accepted_per_pos=[6, 4, 2]))
+    assert m.values["acceptance_rate"] == pytest.approx(0.4)
+    assert m.values["acceptance_length"] == pytest.approx(2.2)  # 1 + 12/10 = 1 + Σ r_i
+    assert m.positions == pytest.approx([0.6, 0.4, 0.2])
+
+
+def test_no_window_no_throughput_and_no_drafts_no_acceptance():
+    v = cellstats.derive(_requests(), depth=0, window_s=None, gpu_count=1).values
+    assert v["output_throughput"] is None and v["request_throughput"] is None
+    assert v["acceptance_rate"] is None and v["acceptance_length"] is None
+
+
+def _cell(n: int, seed: int, depth: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(20, 400, n)
+    e2e = tokens * rng.uniform(8, 14, n)
+    drafted = tokens * depth
+    return pl.DataFrame({"output_tokens": tokens, "ttft_ms": e2e * 0.1, "e2e_ms": e2e, "tpot_ms": e2e * 0.9 / tokens,
+                         "drafted_tokens": drafted, "accepted_tokens": rng.binomial(drafted, 0.55), "ok": [True] * n})
+
+
+@pytest.mark.parametrize("depth", [1, 3, 5])
+def test_acceptance_replicates_contain_their_point_and_equal_a_direct_bootstrap(depth: int):
+    req = _cell(300, depth, depth)
+    drafted, accepted = req["drafted_tokens"].to_numpy(), req["accepted_tokens"].to_numpy()
+    tau = 1 + accepted.sum() / (drafted.sum() / depth)  # computed here, not read from derive()
+    rate = accepted.sum() / drafted.sum()
+    metrics = cellstats.derive(req, depth=depth, window_s=60.0, gpu_count=1)
+    assert metrics.values["acceptance_length"] == pytest.approx(tau)
+    reps = cellstats.bootstrap(req, metrics, depth=depth, seed=1234)
+    for key, point in (("acceptance_length", tau), ("acceptance_rate", rate)):
+        lo, hi = interval(reps[key])
+        assert lo < point < hi, key
+        assert abs(np.median(reps[key]) - point) < (hi - lo) / 4, key
+    # the Poisson bootstrap written out: one Poisson(1) weight per request and replicate, shared by all metrics
+    w = cellstats.poisson1(np.random.default_rng(1234), (req.height, cellstats.BOOTSTRAP_REPLICATES)).astype(float)
+    want_tau = 1 + (accepted @ w) / ((drafted @ w) / depth)
+    assert reps["acceptance_length"] == pytest.approx(want_tau, rel=1e-12)
+    assert reps["acceptance_rate"] == pytest.approx((accepted @ w) / (drafted @ w), rel=1e-12)
+    tput = metrics.values["output_throughput"]
+    tokens, e2e = req["output_tokens"].to_numpy(), req["e2e_ms"].to_numpy()
+    want_tput = tput * ((tokens @ w) / (e2e @ w)) / (tokens.sum() / e2e.sum())
+    assert reps["output_throughput"] == pytest.approx(want_tput, rel=1e-12)
+
+
+def test_without_per_request_drafts_acceptance_replicates_stay_missing():
+    req = _cell(50, 0, 3).with_columns(pl.lit(None, dtype=pl.Int64).alias("drafted_tokens"),
+                                       pl.lit(None, dtype=pl.Int64).alias("accepted_tokens"))
+    metrics = cellstats.derive(req, depth=3, window_s=60.0, gpu_count=1)
+    reps = cellstats.bootstrap(req, metrics, depth=3, seed=7)
+    assert np.isnan(reps["acceptance_length"]).all() and np.isnan(reps["acceptance_rate"]).all()
+    assert np.isfinite(reps["output_throughput"]).all()
