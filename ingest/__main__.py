@@ -17,6 +17,7 @@ from ingest.cli import Command
 from ingest.cli import build_parser as build_parser_for
 from ingest.cli_trace import COMMANDS as trace_commands
 from ingest.errors import InputError, UsageError
+from ingest.pipes import run_quietly
 
 
 def _results_args(p: argparse.ArgumentParser) -> None:
@@ -97,4 +98,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_quietly(main))
