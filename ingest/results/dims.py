@@ -10,11 +10,11 @@ silently.
 from __future__ import annotations
 
 import csv
-import unicodedata
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ingest import labels
 from ingest.errors import UsageError
 from ingest.records import KNOWN_METHODS, CellKey
 
@@ -24,7 +24,6 @@ UNKNOWN = "unknown"
 MODELS_CSV = Path(__file__).resolve().parents[2] / "data" / "models.csv"
 MAX_DEPTH = 64
 MAX_LABEL = 200
-BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # Families seen in published results beyond the configured ones, so common model ids resolve.
 EXTRA_FAMILIES: tuple[str, ...] = ("Llama", "Vicuna", "DeepSeek", "gpt-oss", "GLM", "Mistral")
 
@@ -39,7 +38,7 @@ def parse_sets(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--set {item!r}: expected key=value")
         if key not in SETTABLE:
             raise UsageError(f"--set {key}: unknown key (expected one of {', '.join(SETTABLE)})")
-        if len(value) > MAX_LABEL or any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in value):
+        if len(value) > MAX_LABEL or labels.unsafe(value):
             # control characters (NUL, newlines) and bidi overrides would garble or spoof labels in charts,
             # reports and CSV exports (ZWJ/ZWNJ stay allowed: real scripts need them)
             raise UsageError(f"--set {key}: expected a printable value of at most {MAX_LABEL} characters")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.errors import InputError
+from ingest.filecheck import regular_file_size
 from ingest.tempfiles import make_temp_dir
 from ingest.traces.limits import Limits
 
@@ -212,14 +213,7 @@ def _inflate(path: Path, out: Path, limits: Limits) -> None:
 def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = None) -> Iterator[Source]:
     """Pre-scan ``path``; ``want_parquet`` True/False forces that kind (None: decide by magic bytes)."""
     path = Path(path)
-    try:  # stat can fail on the name itself (longer than the OS allows, a loop of links): bad input, not a crash
-        if not path.is_file():
-            raise InputError(path, 0, "no such file" if not path.exists() else "not a regular file")
-        size = path.stat().st_size
-    except OSError as exc:
-        raise InputError(path, 0, f"cannot open the file ({exc.strerror or type(exc).__name__})") from None
-    if size > limits.max_file_bytes:
-        raise InputError(path, 0, f"file is {size:,} bytes, more than the {limits.max_file_bytes:,}-byte limit")
+    size = regular_file_size(path, limits.max_file_bytes)
     if size == 0:
         raise InputError(path, 0, "file is empty; expected a trace")
     with path.open("rb") as fh:
