@@ -17,6 +17,7 @@ from analysis.metrics import METRICS
 from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
 from ingest.errors import InputError, UsageError
+from ingest.pipes import run_quietly
 
 
 def _open(args: argparse.Namespace):
@@ -137,15 +138,5 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _run() -> int:
-    try:
-        return main()
-    except BrokenPipeError:  # `... | head`: the reader left; not an error
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(_run())
+    raise SystemExit(run_quietly(main))

@@ -16,6 +16,7 @@ from pathlib import Path
 from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
 from ingest.errors import InputError, UsageError
+from ingest.pipes import run_quietly
 
 
 def _results_args(p: argparse.ArgumentParser) -> None:
@@ -99,4 +100,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_quietly(main))

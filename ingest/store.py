@@ -3,7 +3,10 @@
 Writes are idempotent and atomic: a cell (its row, positions, requests and bootstrap replicates) lands in
 one transaction keyed by (run_id, cell_id); writing it again is a no-op. Rows go in through DuckDB's
 Arrow path (``INSERT ... SELECT`` from a registered Arrow table), never row by row. A DB file locked by
-another process is waited on (bounded), not fatal.
+another process is waited on with a message on stderr naming the holder (PID and command, from DuckDB's
+lock error and the ``<store>.holder`` sidecar each writer leaves while it has the store open), up to
+``$SPECTUNE_LOCK_TIMEOUT`` seconds (default 60); then a :class:`StoreLockedError` (exit 2) says who holds
+it and what to do. Read-only commands wait too: DuckDB gives no snapshot of a file another process writes.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -43,17 +48,107 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+LOCK_ENV = "SPECTUNE_LOCK_TIMEOUT"  # seconds a command waits for a store another process holds
+
+
+class StoreLockedError(UsageError):
+    """Another process held the store for longer than the lock timeout."""
+
+
+def lock_timeout_s() -> float:
+    """The lock wait: ``$SPECTUNE_LOCK_TIMEOUT`` seconds (0 = do not wait), else :data:`LOCK_WAIT_S`."""
+    raw = os.environ.get(LOCK_ENV, "").strip()
+    if not raw:
+        return LOCK_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:
+        raise UsageError(f"{LOCK_ENV}={raw!r}: expected a number of seconds in [0, 86400]")
+    return value
+
+
+def holder_path(path: Path) -> Path:
+    """The sidecar naming the process that has the store open for writing."""
+    return path.with_name(path.name + ".holder")
+
+
+def command_name(argv: list[str] | None = None) -> str:
+    """What the user ran, in a few words: ``runner run``, ``ingest trace``, ``streamlit run``."""
+    argv = sys.argv if argv is None else argv
+    if not argv or not argv[0]:
+        return "python"
+    prog = Path(argv[0])
+    words = [w for w in argv[1:] if not w.startswith("-")]
+    if prog.name == "__main__.py":
+        return " ".join([prog.parent.name, *words[:1]])
+    return " ".join([prog.stem, *words[:2]])[:80]
+
+
+def _write_holder(path: Path) -> None:
+    record = {"pid": os.getpid(), "command": command_name(), "since": _now().isoformat(timespec="seconds")}
+    with contextlib.suppress(OSError):  # a read-only folder: the lock message falls back to /proc
+        holder_path(path).write_text(json.dumps(record))
+
+
+def _clear_holder(path: Path) -> None:
+    try:
+        sidecar = holder_path(path)
+        if json.loads(sidecar.read_text()).get("pid") == os.getpid():
+            sidecar.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _holder(path: Path, exc: Exception) -> str:
+    """'PID 123 (runner run)': DuckDB names the PID holding the lock; the sidecar or /proc names its command."""
+    m = re.search(r"\(PID (\d+)\)", str(exc))
+    pid = int(m.group(1)) if m else None
+    command = None
+    try:
+        record = json.loads(holder_path(path).read_text())
+        if pid is None or record.get("pid") == pid:
+            pid, command = record.get("pid"), str(record.get("command"))
+    except (OSError, ValueError, AttributeError):
+        pass
+    if command is None and pid is not None:
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            command = command_name([a.decode(errors="replace") for a in args[1:] if a]) or None
+        except OSError:
+            pass
+    if pid is None:
+        return "another process"
+    return f"PID {pid}" + (f" ({command})" if command else "")
+
+
 def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """Connect, waiting up to ``wait_s`` for another process's lock with a message on stderr; a lock held
+    longer is a :class:`StoreLockedError` naming the holder. Writers record themselves in the sidecar."""
     deadline = time.monotonic() + wait_s
-    delay = 0.05
+    delay, told = 0.05, False
     while True:
         try:
-            return sql.quiet_connect(str(path), read_only=read_only)
+            con = sql.quiet_connect(str(path), read_only=read_only)
         except duckdb.IOException as exc:  # another process holds the write lock
-            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+            if "lock" not in str(exc).lower():
                 raise
+            holder = _holder(path, exc)
+            if time.monotonic() > deadline:
+                raise StoreLockedError(
+                    f"{path}: the store is held by {holder} for more than {wait_s:g} s; wait for it to finish "
+                    f"and run this again, or set {LOCK_ENV}=<seconds> to wait longer") from None
+            if not told:
+                told = True
+                print(f"waiting for the store, held by {holder} (up to {wait_s:g} s; {LOCK_ENV} sets it)…",
+                      file=sys.stderr, flush=True)
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
+            continue
+        if not read_only:
+            _write_holder(path)
+        return con
 
 
 def check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -91,7 +186,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 def connect(
-    db: str | Path | None = None, *, read_only: bool = False, wait_s: float = LOCK_WAIT_S
+    db: str | Path | None = None, *, read_only: bool = False, wait_s: float | None = None
 ) -> duckdb.DuckDBPyConnection:
     """Open the store (building the embedded default data on first use of the default path)."""
     path = Path(db) if db else default_db_path()
@@ -104,7 +199,7 @@ def connect(
             raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
     if not path.parent.exists():
         raise UsageError(f"{path}: parent folder does not exist")
-    con = _open(path, read_only, wait_s)
+    con = _open(path, read_only, lock_timeout_s() if wait_s is None else wait_s)
     try:
         if read_only:
             if not _has_meta(con):
@@ -126,6 +221,8 @@ def session(db: str | Path | None = None, *, read_only: bool = False) -> Iterato
         yield con
     finally:
         con.close()
+        if not read_only:
+            _clear_holder(Path(db) if db else default_db_path())
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ingest.cli.parser import OneLineParser
 from ingest.errors import InputError, UsageError
+from ingest.pipes import run_quietly
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -219,15 +220,5 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + getattr(exc, "signum", signal.SIGINT)
 
 
-def _run() -> int:
-    try:
-        return main()
-    except BrokenPipeError:  # `... | head`: the reader left; not an error
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(_run())
+    raise SystemExit(run_quietly(main))

@@ -17,10 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingest import labels
 from ingest.errors import InputError
+from ingest.filecheck import regular_file_size
 from ingest.records import KNOWN_METHODS, CellKey
 from runner.adaptive import AdaptiveSpec, parse_adaptive
 
+MAX_MATRIX_BYTES = 4 * 1024 * 1024  # a matrix is a few KB; more is not a matrix
+MAX_NAME = 120
+BOM = b"\xef\xbb\xbf"
 DEFAULT_LAUNCH = "vllm serve {model} --host 127.0.0.1 --port {port} {args}"
 
 # Every key a matrix table may hold (docs/matrix.md). Anything else is refused, so a typo such as
@@ -248,6 +253,40 @@ def _workload(name: str, w: Any, path: Path) -> WorkloadSpec:
                         float(rate) if rate is not None else None, ignore_eos)
 
 
+def _unique(values: Any, path: Path, text: str, key: list[str]) -> None:
+    """A list entry given twice would run (and count) its cells twice: refuse it on the list's line."""
+    seen: set[Any] = set()
+    for v in values:
+        if v in seen:
+            raise InputError(path, key_line(text, key), f"{'.'.join(key)}: {v!r} is listed twice; expected each "
+                                                        "entry once")
+        seen.add(v)
+
+
+def _unique_servers(families: list[FamilySpec], path: Path, text: str) -> None:
+    """Two families naming the same server (model, tensor parallel size, arguments, drafts) run it twice."""
+    seen: dict[tuple, str] = {}
+    for f in families:
+        server = (f.model, f.tensor_parallel_size, f.vllm_args, tuple(sorted(f.draft_models.items())))
+        if server in seen:
+            raise InputError(path, key_line(text, ["families", f.name]),
+                             f"families.{f.name}: the same server as families.{seen[server]} (model {f.model!r}, "
+                             "same settings); expected each server config once")
+        seen[server] = f.name
+
+
+def _name(raw: dict, path: Path, text: str) -> str:
+    """The matrix name: it starts every run id, shown on Runs & drift and Data, so it must be a clean label."""
+    name = raw.get("name", path.stem)
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(path, key_line(text, ["name"]), f"name: expected a non-empty text, got {name!r}")
+    if labels.unsafe(name) or len(name) > MAX_NAME:
+        raise InputError(path, key_line(text, ["name"]),
+                         f"name: {labels.shown(name)} holds a control or bidi-override character or is longer than "
+                         f"{MAX_NAME} characters; expected a short printable name (it starts every run id)")
+    return name
+
+
 def _port(value: Any, path: Path) -> int | None:
     if value is None:
         return None
@@ -259,10 +298,13 @@ def _port(value: Any, path: Path) -> int | None:
 def load_matrix(path: str | Path) -> Matrix:
     """Read and validate a matrix file; any problem is an :class:`InputError` naming the key."""
     path = Path(path)
+    regular_file_size(path, MAX_MATRIX_BYTES)  # a FIFO would block the read forever, /dev/zero never end
     try:
         raw_bytes = path.read_bytes()
     except OSError as exc:
         raise InputError(path, 0, f"cannot read matrix file: {exc.strerror}") from None
+    if raw_bytes.startswith(BOM):  # Windows editors save one; TOML itself does not allow it
+        raw_bytes = raw_bytes[len(BOM):]
     try:
         raw = tomllib.loads(raw_bytes.decode("utf-8"))
     except UnicodeDecodeError:
@@ -287,6 +329,7 @@ def load_matrix(path: str | Path) -> Matrix:
             raise InputError(path, 0, f"methods.{name}: expected a table")
         _check_keys(m, METHOD_KEYS, path, text, ["methods", name])
         depths = (0,) if name == "none" else _ints(m.get("depths", [2, 3, 4, 5]), path, f"methods.{name}.depths", 1, 16)
+        _unique(depths, path, text, ["methods", name, "depths"])
         methods.append(MethodSpec(name, depths, m.get("draft_model"),
                                   dict(_opt_table(m, "extra", path, f"methods.{name}"))))
     families = []
@@ -312,9 +355,12 @@ def load_matrix(path: str | Path) -> Matrix:
     gpus = _need(raw, "gpus", list, path, "matrix")
     if not gpus or not all(isinstance(g, str) and g for g in gpus):
         raise InputError(path, 0, "gpus: expected a non-empty list of GPU names")
+    _unique(gpus, path, text, ["gpus"])
+    _unique_servers(families, path, text)
     loads = _opt_table(raw, "load", path, "matrix")
     _check_keys(loads, LOAD_KEYS, path, text, ["load"])
     concurrency = _ints(loads.get("concurrency", [1]), path, "load.concurrency", 1, 100000)
+    _unique(concurrency, path, text, ["load", "concurrency"])
     requests = run.get("requests_per_cell", 200)
     if not isinstance(requests, int) or isinstance(requests, bool) or not 1 <= requests <= 1_000_000:
         raise InputError(path, 0, f"run.requests_per_cell: expected an integer in [1, 1000000], got {requests!r}")
@@ -323,7 +369,7 @@ def load_matrix(path: str | Path) -> Matrix:
     if run.get("endpoint", "completions") not in ("completions", "chat"):
         raise InputError(path, 0, f"run.endpoint: expected 'completions' or 'chat', got {run.get('endpoint')!r}")
     return Matrix(
-        path=path, name=str(raw.get("name", path.stem)), methods=tuple(methods), families=tuple(families),
+        path=path, name=_name(raw, path, text), methods=tuple(methods), families=tuple(families),
         workloads=tuple(workloads), gpus=tuple(gpus), concurrency=concurrency, requests_per_cell=requests,
         warmup_requests=_opt_int(run, "warmup_requests", 2, 0, 1_000_000, path, "run"),
         endpoint=str(run.get("endpoint", "completions")),

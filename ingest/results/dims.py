@@ -10,10 +10,10 @@ silently.
 from __future__ import annotations
 
 import csv
-import unicodedata
 from functools import cache
 from typing import Any
 
+from ingest import labels
 from ingest.errors import UsageError
 from ingest.paths import DATA_DIR
 from ingest.records import KNOWN_METHODS, CellKey
@@ -24,9 +24,35 @@ UNKNOWN = "unknown"
 MODELS_CSV = DATA_DIR / "models.csv"
 MAX_DEPTH = 64
 MAX_LABEL = 200
-BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # Families seen in published results beyond the configured ones, so common model ids resolve.
 EXTRA_FAMILIES: tuple[str, ...] = ("Llama", "Vicuna", "DeepSeek", "gpt-oss", "GLM", "Mistral")
+
+
+class BadDimension(UsageError):
+    """A dimension value from a file fails the check ``--set`` applies; ``key`` is the file's key for it."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def problem(key: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for dimension ``key`` (None: fine). The one check for every route a
+    value comes by: ``--set``, a file's metadata, a model id read from a result."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not text:
+        return "expected a value"
+    if len(text) > MAX_LABEL or labels.unsafe(text):
+        # control characters (NUL, newlines) and bidi overrides would garble or spoof labels in charts,
+        # reports and CSV exports
+        return f"expected a printable value of at most {MAX_LABEL} characters"
+    if key in INT_KEYS:
+        # ASCII digits only: str.isdigit() also accepts '²' (int() raises) and '٣' (read as 3)
+        if isinstance(value, int) and value >= 0:
+            text = str(value)
+        if not (text.isascii() and text.isdigit() and len(text) <= 9) or (key == "depth" and int(text) > MAX_DEPTH):
+            return "expected a whole number" + (f" ≤ {MAX_DEPTH}" if key == "depth" else "")
+    return None
 
 
 def parse_sets(items: list[str]) -> dict[str, str]:
@@ -39,17 +65,10 @@ def parse_sets(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--set {item!r}: expected key=value")
         if key not in SETTABLE:
             raise UsageError(f"--set {key}: unknown key (expected one of {', '.join(SETTABLE)})")
-        if len(value) > MAX_LABEL or any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in value):
-            # control characters (NUL, newlines) and bidi overrides would garble or spoof labels in charts,
-            # reports and CSV exports (ZWJ/ZWNJ stay allowed: real scripts need them)
-            raise UsageError(f"--set {key}: expected a printable value of at most {MAX_LABEL} characters")
-        if key in INT_KEYS:
-            # ASCII digits only: str.isdigit() also accepts '²' (int() raises) and '٣' (read as 3)
-            bad = (not (value.isascii() and value.isdigit() and len(value) <= 9)
-                   or (key == "depth" and int(value) > MAX_DEPTH))
-            if bad:
-                raise UsageError(f"--set {key}={value}: expected a whole number"
-                                 + (f" ≤ {MAX_DEPTH}" if key == "depth" else ""))
+        why = problem(key, value)
+        if why is not None:
+            shown = value if key in INT_KEYS and len(value) <= 20 and not labels.unsafe(value) else None
+            raise UsageError(f"--set {key}{'=' + shown if shown else ''}: {why}")
         out[key] = value
     return out
 
@@ -75,9 +94,15 @@ def resolve(found: dict[str, Any], overrides: dict[str, str], warnings: list[str
             where: str = "", hints: dict[str, str] | None = None) -> tuple[CellKey, int]:
     """The cell key and GPU count from overrides > file values > inference > unknown (with a warning).
 
+    A file value that fails :func:`problem` raises :class:`BadDimension` (the reader names its line).
+
     ``hints`` replaces "not in the file" in the warning for a dimension the file does mention, but
     without a usable value (e.g. vLLM's ``max_concurrency: null``)."""
     values = {k: v for k, v in found.items() if v is not None and v != ""}
+    for name, value in values.items():  # file values pass the check --set values pass
+        if name in SETTABLE and (why := problem(name, value)) is not None:
+            raise BadDimension(name, f"{where + ': ' if where else ''}{name} {labels.shown(str(value))} "
+                                     f"from the file: {why}")
     values.update(overrides)
     prefix = f"{where}: " if where else ""
     hints = hints or {}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.errors import InputError
+from ingest.filecheck import regular_file_size
 
 MAX_BYTES = 1 << 30  # 1 GiB: a detailed `vllm bench serve` file of 100k requests is ~0.5 GB
 MAX_DEPTH_ERROR = "nesting too deep"
@@ -42,14 +43,7 @@ def line_at(text: str, offset: int) -> int:
 
 
 def check_size(path: Path, limit: int = MAX_BYTES) -> int:
-    if not path.exists():
-        raise InputError(path, 0, "no such file")
-    if not path.is_file():
-        raise InputError(path, 0, "not a regular file")
-    size = path.stat().st_size
-    if size > limit:
-        raise InputError(path, 0, f"file is {size} bytes, over the {limit}-byte import limit")
-    return size
+    return regular_file_size(path, limit, over="over the {limit}-byte import limit")
 
 
 def read_text(path: Path, limit: int = MAX_BYTES) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ingest import labels
 from ingest.errors import InputError
 from ingest.results import dims
 from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
@@ -137,6 +138,33 @@ def _itls(d: _Doc, n: int) -> list[np.ndarray] | None:
     return out
 
 
+ITL_SLACK = 16  # gaps beyond 2 × output tokens + this are no stream vLLM wrote (one gap per chunk, ≤ 1 per token)
+
+
+def _check_possible(d: _Doc, ok: np.ndarray, ttft: np.ndarray | None, lat: np.ndarray | None,
+                    outs: np.ndarray | None, itls: list[np.ndarray] | None) -> None:
+    """Refuse what no measured request can be: a first token after the request ended, a successful request
+    without a finite TTFT (``1e400``, ``Infinity``, ``NaN``), far more streamed gaps than output tokens."""
+    for name, arr in (("ttfts", ttft), ("latencies" if "latencies" in d.d else "e2els", lat)):
+        if arr is not None:
+            bad = np.flatnonzero(ok & ~np.isfinite(arr))
+            if bad.size:
+                raise d.fail(name, f"{name!r}[{bad[0]}] is not a finite number on a successful request "
+                                   "(expected seconds)")
+    if ttft is not None and lat is not None:
+        with np.errstate(invalid="ignore"):
+            late = np.flatnonzero(ok & (ttft > lat * (1 + 1e-9) + 1e-9))
+        if late.size:
+            i = late[0]
+            raise d.fail("ttfts", f"'ttfts'[{i}] = {ttft[i]:g} s is longer than the request's latency "
+                                  f"{lat[i]:g} s; the first token cannot come after the request ended")
+    if itls is not None and outs is not None:
+        for i, (row, out, good) in enumerate(zip(itls, outs, ok, strict=False)):
+            if good and np.isfinite(out) and len(row) > 2 * out + ITL_SLACK:
+                raise d.fail("itls", f"'itls'[{i}] holds {len(row):,} gaps for {int(out):,} output tokens; "
+                                     "expected at most one gap per token")
+
+
 def _requests(d: _Doc, n: int) -> tuple[pl.DataFrame, np.ndarray | None]:
     ins = d.number_list("input_lens", n)
     outs = d.number_list("output_lens", n)
@@ -159,6 +187,7 @@ def _requests(d: _Doc, n: int) -> tuple[pl.DataFrame, np.ndarray | None]:
     for name, arr in (("input_lens", ins), ("output_lens", outs)):
         if arr is not None and np.any(np.isfinite(arr) & (arr != np.round(arr))):
             raise d.fail(name, f"{name!r} must hold whole token counts")
+    _check_possible(d, ok, ttft, lat, outs, itls)
     if lat is None and ttft is not None and itls is not None:  # legacy: e2e = TTFT + Σ ITL (same clock)
         lat = ttft + np.array([row.sum() for row in itls])
     ttft_ms = np.where(ok, ttft * 1e3, np.nan) if ttft is not None else np.full(n, np.nan)
@@ -176,6 +205,18 @@ def _requests(d: _Doc, n: int) -> tuple[pl.DataFrame, np.ndarray | None]:
     kept = [row for row, good in zip(itls or [], ok, strict=False) if good]
     itl_ms = np.concatenate(kept) * 1e3 if kept else None  # no successful request: no gaps at all
     return frame, itl_ms
+
+
+FINITE_KEYS = ("output_throughput", "request_throughput", "total_token_throughput")
+
+
+def _check_throughputs(d: _Doc) -> None:
+    """vLLM divides by the run's duration, so these are always finite; NaN/inf means the file was edited
+    or broken, and must not be silently recomputed from the arrays."""
+    for key in FINITE_KEYS:
+        raw = d.d.get(key)
+        if isinstance(raw, float) and finite(raw) is None:
+            raise d.fail(key, f"{key!r} = {raw!r}: expected a finite number (vLLM always writes one)")
 
 
 def _headline(d: _Doc, empty: set[str]) -> dict[str, Any]:
@@ -228,23 +269,33 @@ def _found_dims(d: _Doc, headline: dict[str, Any]) -> dict[str, Any]:
     for key, dim in META_KEYS.items():
         if key in d.d and d.d[key] not in (None, ""):
             value = d.d[key]
-            if dim in dims.INT_KEYS:
-                text = str(value).strip()
-                if not text.isdigit():
-                    raise d.fail(key, f"metadata {key!r} must be a whole number, got {value!r}")
-                value = int(text)
-            found[dim] = value
+            why = dims.problem(dim, value)  # the check --set applies: "99" is no more a depth here than there
+            if why is not None:
+                raise d.fail(key, f"metadata {key!r} = {labels.shown(str(value))}: {why}")
+            found[dim] = int(str(value).strip()) if dim in dims.INT_KEYS else value
     return found
 
 
 def _rate(raw: Any) -> float | str | None:
     """``request_rate`` as vLLM means it: a number, or "inf" (also when json.dump wrote a float inf as
-    ``Infinity``, which strict JSON readers of our report would reject)."""
+    ``Infinity``, which strict JSON readers of our report would reject). Anything else is refused by
+    :func:`_check_rate` first."""
     if isinstance(raw, str):
         return "inf" if raw.strip().lower() in ("inf", "infinity") else raw
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         return None
     return "inf" if raw == float("inf") else finite(raw)
+
+
+def _check_rate(d: _Doc) -> None:
+    raw = d.d.get("request_rate")
+    if raw is None:
+        return
+    rate = _rate(raw)
+    if rate == "inf" or (isinstance(rate, float | int) and not isinstance(rate, bool) and rate > 0):
+        return
+    raise d.fail("request_rate", f"'request_rate' must be a positive number of requests/s or \"inf\", got "
+                                 f"{labels.shown(str(raw))}")
 
 
 def _failure(d: dict[str, Any], n: int | None) -> str:
@@ -293,6 +344,8 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         completed = d.number("completed", minimum=0)
         if completed is None or not float(completed).is_integer():
             raise d.fail("completed", "'completed' must be a whole number of requests")
+        _check_throughputs(d)
+        _check_rate(d)
         legacy = "request_goodput:" in d.d or "request_goodput" not in d.d
         shapes.add("legacy" if legacy else "current")
         empty: set[str] = set()
@@ -322,7 +375,10 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         if "concurrency" not in opts.overrides and d.d.get("max_concurrency", 0) is None:
             hints["concurrency"] = ("'max_concurrency' is null (no client-side limit; request_rate "
                                     f"{_rate(d.d.get('request_rate'))})")
-        key, gpu_count = dims.resolve(_found_dims(d, headline), opts.overrides, parsed.warnings, where, hints)
+        try:
+            key, gpu_count = dims.resolve(_found_dims(d, headline), opts.overrides, parsed.warnings, where, hints)
+        except dims.BadDimension as exc:
+            raise d.fail("model_id" if exc.key == "model" else None, str(exc)) from None
         if gpu_count and headline.get("output_throughput") is not None:
             headline["output_throughput_per_gpu"] = headline["output_throughput"] / gpu_count
         status, error = "ok", None

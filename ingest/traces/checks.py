@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import polars as pl
 
+from ingest import labels
 from ingest.traces.timeparse import EXAMPLE, datetime_seconds
 
 MAX_LABEL_CHARS = 256
 # Control characters (C0, DEL, C1) and bidi embeddings/overrides/isolates: in a label they garble tables or
 # spoof what a chart shows (a tenant name rendered right-to-left), so a label holding one is refused, as
 # ``--set`` values are (ingest/results/dims.py).
-LABEL_FORBIDDEN = r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+LABEL_FORBIDDEN = labels.FORBIDDEN
 MAX_ABS_SECONDS = 1e12  # ~31,700 years: anything bigger is a wrong unit or garbage
 UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds"}

@@ -11,12 +11,16 @@ around names and values, short rows and extra columns are all fine.
 from __future__ import annotations
 
 import csv
+import shutil
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
-from ingest.traces.locate import csv_locator, diagnose_csv
+from ingest.tempfiles import make_temp_dir
+from ingest.traces.blanklines import COMPACT_ABOVE, compact_csv, nonblank_record_line
+from ingest.traces.locate import Locator, csv_locator, diagnose_csv
 from ingest.traces.mapping import canonical
 from ingest.traces.normalise import RawTable
 from ingest.traces.source import Source
@@ -68,7 +72,20 @@ def require_columns(src: Source, header: CsvHeader, wanted: dict[str, str], what
 
 def scan_columns(src: Source, header: CsvHeader, columns: dict[str, int]) -> RawTable:
     """Read the given columns (field -> index) as text; rows are numbered from 0 in file order."""
-    lf = pl.scan_csv(src.data_path, infer_schema=False, has_header=True, glob=False, quote_char='"')
+    if src.blank_lines <= COMPACT_ABOVE:
+        return _scan(src, src.data_path, header, columns, csv_locator(src, header.line))
+    tmp = make_temp_dir("csv")  # polars pays ~50 bytes per blank line: read a copy without them
+    try:
+        compact = tmp / "compact.csv"
+        compact_csv(src.data_path, compact, src.has_quote)
+        return _scan(src, compact, header, columns,
+                     lambda record: nonblank_record_line(src.data_path, header.line, record))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _scan(src: Source, data: Path, header: CsvHeader, columns: dict[str, int], locate: Locator) -> RawTable:
+    lf = pl.scan_csv(data, infer_schema=False, has_header=True, glob=False, quote_char='"')
     picks = [pl.nth(i).alias(fld) for fld, i in columns.items()]
     if 0 not in columns.values():
         picks.append(pl.nth(0).alias("__first"))
@@ -99,6 +116,6 @@ def scan_columns(src: Source, header: CsvHeader, columns: dict[str, int]) -> Raw
     return RawTable(
         frame=df,
         columns={fld: header.names[i] for fld, i in columns.items()},
-        locate=csv_locator(src, header.line),
+        locate=locate,
         header_line=header.line,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +23,7 @@ import polars as pl
 
 from ingest.errors import InputError
 from ingest.sql import quiet_connect
+from ingest.tempfiles import make_temp_dir
 from ingest.traces.limits import Limits
 from ingest.traces.locate import jsonl_locator
 from ingest.traces.normalise import RawTable
@@ -50,10 +51,13 @@ def _duckdb_path(path: Path) -> Iterator[str]:
     if not any(ch in str(path) for ch in "*?[]{}"):
         yield str(path)
         return
-    with tempfile.TemporaryDirectory(prefix="spectune-trace-") as tmp:
-        link = Path(tmp) / "trace.jsonl"
+    tmp = make_temp_dir("trace")
+    try:
+        link = tmp / "trace.jsonl"
         os.symlink(path.resolve(), link)
         yield str(link)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 _LIST_HINT = " (a JSON list of conversations is ShareGPT: read it with format sharegpt, or auto)"
@@ -68,6 +72,14 @@ def _loads(line: bytes) -> Any:
         return dict(pairs)
 
     return json.loads(line, object_pairs_hook=no_dup_keys)
+
+
+def _has_lone_surrogate(obj: Any) -> bool:
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def check_line(src: Source, lineno: int, line: bytes, *, first: bool = False) -> dict[str, Any]:
@@ -86,6 +98,9 @@ def check_line(src: Source, lineno: int, line: bytes, *, first: bool = False) ->
                        ) from None
     except ValueError as exc:
         raise src.fail(lineno, f"{exc}; expected unique keys") from None
+    if b"\\u" in line and _has_lone_surrogate(obj):  # valid JSON, but DuckDB (and UTF-8) refuse it
+        raise src.fail(lineno, "a \\uD800-\\uDFFF escape without its pair (a lone surrogate); expected "
+                               "text that is valid Unicode")
     if not isinstance(obj, dict):
         got, hint = ("a list", _LIST_HINT if first else "") if isinstance(obj, list) else (type(obj).__name__, "")
         raise src.fail(lineno, f"expected a JSON object on each line, got {got}{hint}")

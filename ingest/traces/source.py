@@ -20,7 +20,6 @@ import gzip
 import hashlib
 import re
 import shutil
-import tempfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.errors import InputError
+from ingest.filecheck import regular_file_size
+from ingest.tempfiles import make_temp_dir
 from ingest.traces.limits import Limits
 
 HEAD_BYTES = 64 * 1024
@@ -71,6 +72,7 @@ class Source:
     has_quote: bool  # any '"' in the text (CSV line numbers then need a slow exact count)
     suffix: str  # lower-case extension, ".gz" removed
     long_line: InputError | None = None  # the first over-long line of a JSON document (not raised yet)
+    blank_lines: int = 0  # estimate (≥ half the true count): readers that pay per blank line drop them first
 
     def fail(self, line: int, message: str) -> InputError:
         return InputError(self.path, line, message)
@@ -92,6 +94,7 @@ class _TextCheck:
         self.lines_done = 0  # complete lines seen so far
         self.since_nl = 0  # bytes since the last newline
         self.has_quote = self.has_lf = self.has_cr = self.nonblank = False
+        self.blank_lines = 0
         self.first = True
 
     def feed(self, chunk: bytes) -> None:
@@ -118,6 +121,9 @@ class _TextCheck:
         self.has_lf = self.has_lf or b"\n" in chunk
         self.has_cr = self.has_cr or b"\r" in chunk
         self.nonblank = self.nonblank or bool(chunk.strip())
+        # Cheap C-speed counts: "\n\n" is counted without overlap, so a run of k blank lines counts ≥ k/2.
+        self.blank_lines += (chunk.count(b"\n\n") + chunk.count(b"\n\r\n") + chunk.count(b"\n ")
+                             + chunk.count(b"\n\t"))
 
     def _line_at(self, chunk: bytes, offset: int) -> int:
         return self.lines_done + chunk.count(b"\n", 0, offset) + 1
@@ -207,25 +213,18 @@ def _inflate(path: Path, out: Path, limits: Limits) -> None:
 def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = None) -> Iterator[Source]:
     """Pre-scan ``path``; ``want_parquet`` True/False forces that kind (None: decide by magic bytes)."""
     path = Path(path)
-    try:  # stat can fail on the name itself (longer than the OS allows, a loop of links): bad input, not a crash
-        if not path.is_file():
-            raise InputError(path, 0, "no such file" if not path.exists() else "not a regular file")
-        size = path.stat().st_size
-    except OSError as exc:
-        raise InputError(path, 0, f"cannot open the file ({exc.strerror or type(exc).__name__})") from None
-    if size > limits.max_file_bytes:
-        raise InputError(path, 0, f"file is {size:,} bytes, more than the {limits.max_file_bytes:,}-byte limit")
+    size = regular_file_size(path, limits.max_file_bytes)
     if size == 0:
         raise InputError(path, 0, "file is empty; expected a trace")
     with path.open("rb") as fh:
         head = fh.read(HEAD_BYTES)
     name = path.name.lower()
-    tmp: str | None = None
+    tmp: Path | None = None
     try:
         data_path, suffix = path, path.suffix.lower()
         if head.startswith(GZIP_MAGIC):
-            tmp = tempfile.mkdtemp(prefix="spectune-trace-")
-            data_path = Path(tmp) / "inflated"
+            tmp = make_temp_dir("trace")  # named for its process: a later start removes it after a SIGKILL
+            data_path = tmp / "inflated"
             _inflate(path, data_path, limits)
             suffix = Path(name[:-3]).suffix if name.endswith(".gz") else ""
             with data_path.open("rb") as fh:
@@ -239,7 +238,7 @@ def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = No
             raise InputError(path, 0, "not a Parquet file (no PAR1 magic bytes); expected a Parquet trace")
         if want_parquet is False and is_parquet:
             raise InputError(path, 0, "this is a Parquet file; read it with format parquet (or auto)")
-        has_quote, sha, long_line = False, None, None
+        has_quote, sha, long_line, blank_lines = False, None, None, 0
         if not is_parquet:
             check = _TextCheck(path, limits, defer_long_lines=_is_json_document(head))
             # Hash in the same pass when the bytes checked are the bytes given (not inflated).
@@ -250,7 +249,7 @@ def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = No
                     digest.update(block)
             check.finish()
             has_quote, sha = check.has_quote, digest.hexdigest() if digest is not None else None
-            long_line = check.long_line
+            long_line, blank_lines = check.long_line, check.blank_lines
         yield Source(
             path=path,
             data_path=data_path,
@@ -261,6 +260,7 @@ def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = No
             has_quote=has_quote,
             suffix=suffix,
             long_line=long_line,
+            blank_lines=blank_lines,
         )
     finally:
         if tmp is not None:

@@ -120,7 +120,7 @@ def files() -> None:
     d["num_speculative_tokens"] = "three"
     t = write("vllm_bad_metadata_depth.json", pretty(d)).read_text()
     case("vllm_bad_metadata_depth.json", line_of(t, '"num_speculative_tokens"'),
-         "metadata 'num_speculative_tokens' must be a whole number")
+         "metadata 'num_speculative_tokens' = 'three': expected a whole number")
     d = vllm()
     d["output_throughput"] = "fast"
     t = write("vllm_throughput_text.json", pretty(d)).read_text()
