@@ -59,6 +59,8 @@ def load(path: Path) -> Any:
             mark = getattr(exc, "problem_mark", None)
             raise InputError(path, (mark.line + 1) if mark else 0, f"invalid YAML: {getattr(exc, 'problem', exc)}"
                              ) from None
+        except RecursionError:
+            raise InputError(path, 0, "invalid YAML: nesting too deep") from None
     docs = json_docs(text, path)
     if len(docs) != 1:
         raise InputError(path, docs[1].line if len(docs) > 1 else 0, "expected one JSON document (a GuideLLM report)")

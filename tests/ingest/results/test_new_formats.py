@@ -189,3 +189,19 @@ def test_broken_files_exit_2_one_line_nothing_written(tmp_path, make, name, need
     err = res.stderr.strip()
     assert len(err.splitlines()) == 1 and err.startswith("error: ") and needle in err, err
     assert not db.exists() or counts(db)["cells"] == 0
+
+
+def test_padded_files_still_import(tmp_path):
+    """A BOM and blank lines around a GuideLLM report, and stray files in a sweep folder, change nothing."""
+    guide = tmp_path / "benchmarks.json"
+    guide.write_bytes(b"\xef\xbb\xbf\n\n" + GUIDE_JSON.read_bytes() + b"\n\n  \n")
+    folder = tmp_path / "sweep"
+    shutil.copytree(SWEEP, folder)
+    (folder / "notes.txt").write_text("sweep of 2026-11-20\n")
+    (folder / "SERVE--none-BENCH--c1" / "warmup.json").write_text("{}")
+    for path, extra in ((guide, ("--set", "method=eagle3", "--set", "depth=3")), (folder, ())):
+        db = tmp_path / f"{path.name}.duckdb"
+        res = _import(db, str(path), *SETS, *extra)
+        assert res.returncode == 0, res.stderr
+        assert counts(db)["cells"] == (4 if path == guide else 12)
+    assert "skipped 1 warm-up/failure file" in res.stderr
