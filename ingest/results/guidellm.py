@@ -61,6 +61,8 @@ def load(path: Path) -> Any:
                              ) from None
         except RecursionError:
             raise InputError(path, 0, "invalid YAML: nesting too deep") from None
+        except (ValueError, OverflowError) as exc:  # a value YAML's constructors refuse (e.g. 2026-02-30)
+            raise InputError(path, 0, f"invalid YAML value: {' '.join(str(exc).split())[:120]}") from None
     docs = json_docs(text, path)
     if len(docs) != 1:
         raise InputError(path, docs[1].line if len(docs) > 1 else 0, "expected one JSON document (a GuideLLM report)")
@@ -161,7 +163,8 @@ def _cell(path: Path, i: int, b: Any, opts: ReadOptions, warnings: list[str]) ->
         headline.update(n_requests=ok + bad, n_failed=bad)
     found: dict[str, Any] = {"model": _find(b, MODEL_KEYS)}
     strategy = _strategy(b)
-    kind = str(strategy.get("type_") or strategy.get("type") or "")
+    kind = str(strategy.get("type_") or strategy.get("type") or "")[:40]
+    kind = kind if kind.isprintable() else repr(kind)
     if kind == "concurrent" and isinstance(strategy.get("streams"), int) and strategy["streams"] > 0:
         found["concurrency"] = strategy["streams"]
     elif kind == "synchronous":

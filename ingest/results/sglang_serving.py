@@ -79,7 +79,7 @@ def _cell(path: Path, line: int, d: dict[str, Any], opts: ReadOptions, warnings:
             raise InputError(path, line, f"'max_concurrency' must be a positive whole number, got {mc!r}")
         found["concurrency"] = mc
     hints = {} if mc is not None else {"concurrency": "'max_concurrency' is null (no client-side limit; "
-                                                      f"request_rate {d.get('request_rate')})"}
+                                                      f"request_rate {str(d.get('request_rate'))[:20]!r})"}
     overrides = dict(opts.overrides) if accept is not None else {
         k: v for k, v in opts.overrides.items() if k not in ("method", "depth")}
     where = f"line {line}"

@@ -17,11 +17,11 @@ follows its tool's layout and computes its headline figures the way the tool doe
 * ``specbench_qwen3-8b-eagle3.jsonl`` and ``specbench_qwen3-8b-vanilla.jsonl`` — Spec-Bench answers
   (``evaluation/eval.py`` shape) for an EAGLE-3 run and its vanilla baseline.
 * ``sglang_bench_speculative.jsonl`` — SGLang ``bench_speculative.py`` records (values rounded as it does).
-* ``vllm_sweep_qwen/`` — a ``vllm bench sweep serve`` experiment folder (vllm/benchmarks/sweep/serve.py):
-  (bench command without --save-detailed) ``--serve-params`` in the dict form (``_benchmark_name`` → none, eagle3-k2, eagle3-k3 with a
-  ``speculative_config`` and ``tensor_parallel_size`` 2), ``--bench-params`` max_concurrency 1 and 16, ``--num-runs
-  2``: ``SERVE--<name>-BENCH--<name>/run=N.json`` (the bench result with the overrides and ``run_number`` merged
-  in), ``summary.json`` per combination and ``summary.csv`` (a subset of columns, as pandas writes them).
+* ``vllm_sweep_qwen/`` — a ``vllm bench sweep serve`` experiment folder (vllm/benchmarks/sweep/serve.py), bench
+  command without --save-detailed: ``--serve-params`` in the dict form (``_benchmark_name`` → none, eagle3-k2,
+  eagle3-k3 with a ``speculative_config`` and ``tensor_parallel_size`` 2), ``--bench-params`` max_concurrency 1
+  and 16, ``--num-runs 2``: ``SERVE--<name>-BENCH--<name>/run=N.json`` (the bench result with the overrides and
+  ``run_number`` merged in), ``summary.json`` per combination and ``summary.csv`` (a subset of columns).
 * ``guidellm_benchmarks.json`` and ``guidellm_benchmarks.yaml`` — GuideLLM reports (GenerativeBenchmarksReport:
   ``benchmarks[].metrics`` of StatusDistributionSummary objects) for a synchronous, two concurrent and one
   constant-rate benchmark; the YAML is the same report.
