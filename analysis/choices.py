@@ -60,7 +60,8 @@ def resolve_values(con: duckdb.DuckDBPyConnection, given: Mapping[str, Sequence[
                 notes.append(f"note: --{dimension} {value} read as {fixed[-1]!r} (names are matched ignoring case)")
             else:
                 listed = ", ".join(valid) if valid else "none"
-                raise UsageError(f"--{dimension} {value}: no {store_label(con)} cells with this {dimension} in the "
+                shown = repr(value if len(value) <= 60 else value[:60] + "…")  # escapes control characters
+                raise UsageError(f"--{dimension} {shown}: no {store_label(con)} cells with this {dimension} in the "
                                  f"store; valid: {listed}{did_you_mean(value, valid)}")
         out[dimension] = tuple(fixed)
     return out, notes

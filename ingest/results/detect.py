@@ -1,9 +1,11 @@
 """Which result format a path holds: folder/Parquet magic, then the first JSON record's keys, then a CSV header.
 
-Order: a folder (or a table file inside one) with ``cells.parquet`` → ``spectune_parquet``; a JSON object
-with vLLM's ``duration, completed, output_throughput`` → ``vllm_bench``; ``question_id`` + ``choices`` →
-``specbench``; ``batch_size, steps, acc_length, step_time`` → ``sglang_spec``; a CSV header with
-``source_url, metric, value`` → ``published_csv``. Anything else is an error on line 1 saying what was
+Order: a folder (or a table file inside one) with ``cells.parquet`` → ``spectune_parquet``; a folder of
+``SERVE-…/BENCH-…/run=N.json`` → ``vllm_sweep``; a ``.yaml``/``.yml`` GuideLLM report → ``guidellm``; a JSON
+object with SGLang's ``mean_e2e_latency_ms`` → ``sglang_serving``; with vLLM's ``duration, completed,
+output_throughput`` → ``vllm_bench``; ``question_id`` + ``choices`` → ``specbench``; ``batch_size, steps,
+acc_length, step_time`` → ``sglang_spec``; ``{"benchmarks": [{"metrics": …}]}`` → ``guidellm``; a CSV header
+with ``source_url, metric, value`` → ``published_csv``. Anything else is an error on line 1 saying what was
 found and what was expected.
 """
 
@@ -15,11 +17,20 @@ import json
 from pathlib import Path
 
 from ingest.errors import InputError
-from ingest.results import published, sglang_spec, specbench, spectune_parquet, vllm_bench
+from ingest.results import (
+    guidellm,
+    published,
+    sglang_serving,
+    sglang_spec,
+    specbench,
+    spectune_parquet,
+    vllm_bench,
+    vllm_sweep,
+)
 from ingest.results.source import check_size, json_docs, read_text
 
-EXPECTED = ("expected vllm bench serve JSON, Spec-Bench output JSONL, SGLang bench_speculative JSONL, "
-            "a published-results CSV or a spectune export folder")
+EXPECTED = ("expected vllm bench serve JSON, a vllm bench sweep folder, a GuideLLM report, SGLang bench_serving or "
+            "bench_speculative JSONL, Spec-Bench output JSONL, a published-results CSV or a spectune export folder")
 HEAD_BYTES = 1 << 16
 
 
@@ -48,7 +59,9 @@ def detect(path: Path) -> str:
     if path.is_dir():
         if spectune_parquet.folder_of(path):
             return spectune_parquet.FORMAT
-        raise InputError(path, 0, f"a folder without cells.parquet; {EXPECTED}")
+        if vllm_sweep.experiment_dir(path):
+            return vllm_sweep.FORMAT
+        raise InputError(path, 0, f"a folder without cells.parquet or SERVE-…/BENCH-… run=N.json files; {EXPECTED}")
     check_size(path)
     with open(path, "rb") as fh:
         head = fh.read(HEAD_BYTES)
@@ -62,10 +75,14 @@ def detect(path: Path) -> str:
         if "\x00" in text:
             raise InputError(path, text.count("\n", 0, text.index("\x00")) + 1, f"binary data (NUL byte); {EXPECTED}")
     stripped = text.lstrip()
+    if path.suffix.lower() in guidellm.YAML_SUFFIXES:
+        if guidellm.looks_like(guidellm.load(path)):
+            return guidellm.FORMAT
+        raise InputError(path, 1, f"a YAML file that is not a GuideLLM benchmarks report; {EXPECTED}")
     first_line = text.count("\n", 0, len(text) - len(stripped)) + 1
     if stripped.startswith("{"):
         obj = _first_object(path)
-        for module in (vllm_bench, specbench, sglang_spec):
+        for module in (sglang_serving, vllm_bench, specbench, sglang_spec, guidellm):
             if module.looks_like(obj):
                 return module.FORMAT
         keys = ", ".join(repr(k) for k in list(obj)[:10]) if isinstance(obj, dict) else type(obj).__name__

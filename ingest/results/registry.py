@@ -13,7 +13,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ingest.errors import InputError, UsageError
-from ingest.results import published, sglang_spec, specbench, spectune_parquet, vllm_bench
+from ingest.results import (
+    guidellm,
+    published,
+    sglang_serving,
+    sglang_spec,
+    specbench,
+    spectune_parquet,
+    vllm_bench,
+    vllm_sweep,
+)
 from ingest.results.detect import detect
 from ingest.results.model import ParsedFile, ReadOptions
 
@@ -29,6 +38,9 @@ class ResultFormat:
 
 FORMATS: dict[str, ResultFormat] = {f.name: f for f in (
     ResultFormat(vllm_bench.FORMAT, vllm_bench.read, "vllm bench serve --save-result JSON (current and legacy)"),
+    ResultFormat(vllm_sweep.FORMAT, vllm_sweep.read, "vllm bench sweep serve output folder (one cell per combination)"),
+    ResultFormat(guidellm.FORMAT, guidellm.read, "GuideLLM benchmarks report (.json/.yaml; no acceptance)"),
+    ResultFormat(sglang_serving.FORMAT, sglang_serving.read, "SGLang bench_serving JSONL (with accept_length)"),
     ResultFormat(specbench.FORMAT, specbench.read, "Spec-Bench output JSONL (evaluation/inference_*.py)"),
     ResultFormat(sglang_spec.FORMAT, sglang_spec.read, "SGLang scripts/playground/bench_speculative.py JSONL"),
     ResultFormat(spectune_parquet.FORMAT, spectune_parquet.read, "spectune export folder / host shard (Parquet)"),
@@ -38,11 +50,22 @@ FORMAT_CHOICES: tuple[str, ...] = ("auto", *FORMATS)
 
 
 def read_file(path: Path, kind: str = "auto", opts: ReadOptions | None = None) -> ParsedFile:
+    return read_path(path, kind, opts)[0]
+
+
+def read_path(path: Path, kind: str = "auto", opts: ReadOptions | None = None) -> list[ParsedFile]:
+    """What one path holds: one ParsedFile, or one per run of a ``vllm bench sweep`` folder."""
     opts = opts or ReadOptions()
     if kind not in FORMAT_CHOICES:
         raise UsageError(f"unknown format {kind!r} (expected one of {', '.join(FORMAT_CHOICES)})")
     name = detect(path) if kind == "auto" else kind
-    parsed = FORMATS[name].reader(path, opts)
+    if name == vllm_sweep.FORMAT:
+        return [_checked(p) for p in vllm_sweep.read_runs(path, opts)]
+    return [_checked(FORMATS[name].reader(path, opts))]
+
+
+def _checked(parsed: ParsedFile) -> ParsedFile:
+    path = parsed.path
     seen: dict[str, str] = {}
     for cell in parsed.cells:
         k = cell.key
@@ -56,7 +79,7 @@ def read_file(path: Path, kind: str = "auto", opts: ReadOptions | None = None) -
 def read_files(paths: list[Path], kind: str = "auto", opts: ReadOptions | None = None) -> list[ParsedFile]:
     """Parse every file (and the baseline); the first bad one raises and nothing has been written."""
     opts = opts or ReadOptions()
-    out = [read_file(p, kind, opts) for p in paths]
+    out = [parsed for p in paths for parsed in read_path(p, kind, opts)]
     if opts.baseline is not None:
         if not any(p.format == specbench.FORMAT for p in out):
             raise UsageError("--baseline applies to Spec-Bench output files only")

@@ -313,8 +313,8 @@ def _foreign_shape(d: dict[str, Any]) -> str | None:
         return ("a vllm bench serve result of a pooling (embedding/score) model: no output tokens, so nothing "
                 "to compare for speculative decoding")
     if "mean_e2e_latency_ms" in d or "total_output_tokens_retokenized" in d:
-        return ("SGLang bench_serving output (python -m sglang.bench_serving), not vllm bench serve; it is not an "
-                "import format (SGLang speculative sweeps: scripts/playground/bench_speculative.py JSONL)")
+        return ("SGLang bench_serving output (python -m sglang.bench_serving), not vllm bench serve; import it as "
+                "--format sglang_serving (or let the format be detected)")
     return None
 
 

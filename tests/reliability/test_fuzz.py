@@ -31,7 +31,8 @@ from tests.conftest import REPO
 SETTINGS = settings(max_examples=150, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 TRACE_SAMPLES = sorted(p for p in (REPO / "data" / "samples" / "traces").iterdir() if p.suffix != ".py")
-RESULT_SAMPLES = sorted(p for p in (REPO / "data" / "samples" / "results").iterdir() if p.suffix != ".py")
+RESULT_SAMPLES = sorted(p for p in (REPO / "data" / "samples" / "results").iterdir()
+                        if p.is_file() and p.suffix != ".py")  # (folders: the vllm sweep sample)
 LIMITS = Limits(max_line_bytes=1 << 20, max_json_bytes=8 << 20, max_decompressed_bytes=8 << 20)
 OPTS = ReadOptions(overrides={"gpu": "MI300X", "workload": "code", "family": "Qwen"})
 HOSTILE_SNIPPETS = [b"\x00", b"\xff\xfe", b'"', b"\n", b"\r", b",,,,", b"NaN", b"-1", b"1e308", b"inf",

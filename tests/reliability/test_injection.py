@@ -180,7 +180,7 @@ def test_a_sample_through_real_python_m(tiny_store: Path) -> None:
     for v in ("' OR 1=1 --", "Qwen'; DROP TABLE cells; --", "\u202eKimi", "A" * 10_000):
         proc = run_cli("analysis", "winners", "--family", v, "--db", str(tiny_store), "--json")
         line = assert_clean_usage_error(proc)
-        assert "no cells match" in line and not SQL_ERROR.search(proc.stderr)
+        assert "cells with this family" in line and "valid:" in line and not SQL_ERROR.search(proc.stderr)
         proc = run_cli("analysis", "rescore", str(TRACE_SAMPLE), "--default", v, "--db", str(tiny_store), "--json")
         assert_clean_usage_error(proc)
     assert fingerprint(tiny_store) == before

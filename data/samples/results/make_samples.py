@@ -17,6 +17,19 @@ follows its tool's layout and computes its headline figures the way the tool doe
 * ``specbench_qwen3-8b-eagle3.jsonl`` and ``specbench_qwen3-8b-vanilla.jsonl`` — Spec-Bench answers
   (``evaluation/eval.py`` shape) for an EAGLE-3 run and its vanilla baseline.
 * ``sglang_bench_speculative.jsonl`` — SGLang ``bench_speculative.py`` records (values rounded as it does).
+* ``vllm_sweep_qwen/`` — a ``vllm bench sweep serve`` experiment folder (vllm/benchmarks/sweep/serve.py), bench
+  command without --save-detailed: ``--serve-params`` in the dict form (``_benchmark_name`` → none, eagle3-k2,
+  eagle3-k3 with a ``speculative_config`` and ``tensor_parallel_size`` 2), ``--bench-params`` max_concurrency 1
+  and 16, ``--num-runs 2``: ``SERVE--<name>-BENCH--<name>/run=N.json`` (the bench result with the overrides and
+  ``run_number`` merged in), ``summary.json`` per combination and ``summary.csv`` (a subset of columns).
+* ``guidellm_benchmarks.json`` and ``guidellm_benchmarks.yaml`` — GuideLLM reports (GenerativeBenchmarksReport:
+  ``benchmarks[].metrics`` of StatusDistributionSummary objects) for a synchronous, two concurrent and one
+  constant-rate benchmark; the YAML is the same report.
+* ``sglang_bench_serving.jsonl`` — ``python -m sglang.bench_serving`` records (python/sglang/bench_serving.py
+  result dict) at max_concurrency 1, 8, 32 with the server's ``accept_length``, plus one without speculation
+  (``accept_length`` null) at 8 is written to ``sglang_bench_serving_none.jsonl``.
+
+The last three were added later and use their own seeded generator, so the older files stay byte-identical.
 """
 
 from __future__ import annotations
@@ -229,6 +242,166 @@ def sglang(rng: np.random.Generator) -> list[dict]:
     return rows
 
 
+def _vllm_result(s: dict, n: int, c: int) -> dict:
+    """A current-shape ``vllm bench serve --save-result`` result without ``--save-detailed`` (what a sweep run file
+    holds when the bench command has no --save-detailed: per request only ``latencies`` and ``queue_times``)."""
+    ok = [i for i, e in enumerate(s["errors"]) if not e]
+    st = _stats(s, (99.0,), ("ttft", "tpot", "itl", "e2el"))
+    head = {"date": "20261120-101500", "endpoint_type": "openai", "backend": "openai", "label": None,
+            "model_id": QWEN, "tokenizer_id": QWEN, "num_prompts": n, "request_rate": "inf", "burstiness": 1.0,
+            "max_concurrency": c}
+    body = {k: st[k] for k in ("duration", "completed")} | {"failed": n - len(ok)} | {
+        k: st[k] for k in ("total_input_tokens", "total_output_tokens", "request_throughput")}
+    body |= {"request_goodput": None, "output_throughput": st["output_throughput"],
+             "total_token_throughput": st["total_token_throughput"], "latencies": s["lats"],
+             "queue_times": [0.0] * n, "max_output_tokens_per_s": round(st["output_throughput"] * 1.3, 1),
+             "max_concurrent_requests": c, "rtfx": 0.0}
+    return head | body | _spec(s) | {k: v for k, v in st.items() if k.startswith(("mean_", "median_", "std_", "p"))}
+
+
+SWEEP_SERVE = {"none": {"tensor_parallel_size": 2},
+               "eagle3-k2": {"tensor_parallel_size": 2, "speculative_config": {
+                   "method": "eagle3", "model": "Tengyunw/qwen3_8b_eagle3", "num_speculative_tokens": 2}},
+               "eagle3-k3": {"tensor_parallel_size": 2, "speculative_config": {
+                   "method": "eagle3", "model": "Tengyunw/qwen3_8b_eagle3", "num_speculative_tokens": 3}}}
+SWEEP_BENCH = {"c1": {"max_concurrency": 1}, "c16": {"max_concurrency": 16}}
+
+
+def vllm_sweep_folder(rng: np.random.Generator, out: Path) -> None:
+    """What ``vllm bench sweep serve --serve-params S --bench-params B --num-runs 2 -e vllm_sweep_qwen`` writes."""
+    import shutil
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    summary_rows = []
+    for s_name, s_params in SWEEP_SERVE.items():
+        spec = s_params.get("speculative_config")
+        cond = [0.80, 0.71, 0.62][: spec["num_speculative_tokens"]] if spec else []
+        for b_name, b_params in SWEEP_BENCH.items():
+            comb = out / f"SERVE--{s_name}-BENCH--{b_name}"  # sanitize_filename("-".join(("SERVE-", …)))
+            comb.mkdir()
+            runs = []
+            for run_number in range(2):
+                c = b_params["max_concurrency"]
+                sim = _simulate(rng, 48, c, cond, 0.024 if not spec else 0.028)
+                data = _vllm_result(sim, 48, c)
+                data["run_number"] = run_number
+                data |= {"_benchmark_name": s_name, **s_params}
+                data |= {"_benchmark_name": b_name, **b_params}
+                (comb / f"run={run_number}.json").write_text(json.dumps(data, indent=4))
+                runs.append(data)
+            (comb / "summary.json").write_text(json.dumps(runs, indent=4))
+            summary_rows += runs
+    cols = ("run_number", "_benchmark_name", "max_concurrency", "tensor_parallel_size", "duration", "completed",
+            "output_throughput", "median_ttft_ms", "median_tpot_ms")
+    lines = ["," + ",".join(cols)] + [f"{i}," + ",".join(str(r.get(c, "")) for c in cols)
+                                      for i, r in enumerate(summary_rows)]
+    (out / "summary.csv").write_text("\n".join(lines) + "\n")
+
+
+def _distribution(values: list[float]) -> dict:
+    """guidellm DistributionSummary of ``values`` (mean, median, mode, variance, std_dev, min, max, count,
+    total_sum, percentiles p001 … p999)."""
+    v = np.asarray(values if values else [0.0], dtype=float)
+    pct = dict(zip(("p001", "p01", "p05", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "p999"),
+                   (float(x) for x in np.percentile(v, [0.1, 1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9])), strict=True))
+    return {"mean": float(v.mean()), "median": float(np.median(v)), "mode": float(v[0]), "variance": float(v.var()),
+            "std_dev": float(v.std()), "min": float(v.min()), "max": float(v.max()), "count": len(values),
+            "total_sum": float(v.sum()), "percentiles": pct}
+
+
+def _status(values: list[float]) -> dict:
+    empty = _distribution([])
+    return {"successful": _distribution(values), "incomplete": empty, "errored": empty,
+            "total": _distribution(values)}
+
+
+def guidellm_report(rng: np.random.Generator) -> dict:
+    """A GuideLLM GenerativeBenchmarksReport with one benchmark per strategy (values from simulated requests)."""
+    benchmarks = []
+    for kind, param in (("synchronous", None), ("concurrent", 8), ("concurrent", 32), ("constant", 6.0)):
+        c = 1 if kind == "synchronous" else (param if kind == "concurrent" else 12)
+        sim = _simulate(rng, 60, int(c), [0.79, 0.70, 0.61], 0.027)
+        dur = sim["duration"]
+        ttft_ms = [t * 1000 for t in sim["ttfts"]]
+        lat_s = list(sim["lats"])
+        tpot_ms = [(lat - t) * 1000 / max(o - 1, 1) for lat, t, o in zip(sim["lats"], sim["ttfts"], sim["outs"],
+                                                                         strict=True)]
+        itl_ms = [x * 1000 for steps in sim["itls"] for x in steps]
+        strategy = {"type_": kind}
+        if kind == "concurrent":
+            strategy["streams"] = param
+        if kind == "constant":
+            strategy |= {"rate": param, "initial_burst": True}
+        out_rate = sum(sim["outs"]) / dur
+        metrics = {
+            "request_totals": {"successful": 60, "incomplete": 0, "errored": 0, "total": 60},
+            "requests_per_second": _status([60 / dur]),
+            "request_concurrency": _status([float(c) * rng.uniform(0.92, 1.0)]),
+            "request_latency": _status(lat_s),
+            "prompt_token_count": _status([float(x) for x in sim["ins"]]),
+            "output_token_count": _status([float(x) for x in sim["outs"]]),
+            "time_to_first_token_ms": _status(ttft_ms),
+            "time_per_output_token_ms": _status(tpot_ms),
+            "inter_token_latency_ms": _status(itl_ms),
+            "output_tokens_per_second": _status([out_rate]),
+            "tokens_per_second": _status([(sum(sim["ins"]) + sum(sim["outs"])) / dur]),
+        }
+        benchmarks.append({
+            "type_": "generative_benchmark", "id_": f"{rng.integers(1 << 62):x}", "run_id": "6f1c2a",
+            "run_index": len(benchmarks),
+            "config": {"strategy": strategy, "backend": {"type_": "openai_http", "model": QWEN}},
+            "scheduler_metrics": {"start_time": 1795000000.0, "measure_start_time": 1795000000.5,
+                                  "measure_end_time": 1795000000.5 + dur, "end_time": 1795000001.0 + dur,
+                                  "requests_made": {"successful": 60, "incomplete": 0, "errored": 0, "total": 60}},
+            "metrics": metrics,
+        })
+    return {"metadata": {"version": 1, "guidellm_version": "0.5.0"}, "benchmarks": benchmarks}
+
+
+def sglang_serving(rng: np.random.Generator, accept: bool) -> list[dict]:
+    """``sglang.bench_serving`` result dicts (bench_serving.py: arguments, results, accept_length)."""
+    rows = []
+    for c in ((1, 8, 32) if accept else (8,)):
+        sim = _simulate(rng, 80, c, [0.81, 0.72, 0.63] if accept else [], 0.026)
+        st = _stats(sim, (99.0,), ("ttft", "tpot", "itl", "e2el"))
+        itl = np.asarray([x for steps in sim["itls"] for x in steps] or [0.0]) * 1000
+        acc = 1 + sim["accepted"] / sim["drafts"] if accept and sim["drafts"] else None
+        rows.append({
+            "backend": "sglang", "dataset_name": "sharegpt", "request_rate": float("inf"), "max_concurrency": c,
+            "sharegpt_output_len": None, "random_input_len": 1024, "random_output_len": 1024,
+            "random_range_ratio": 0.0, "duration": st["duration"], "completed": st["completed"],
+            "total_input_tokens": st["total_input_tokens"], "total_output_tokens": st["total_output_tokens"],
+            "total_output_tokens_retokenized": st["total_output_tokens"] - int(rng.integers(0, 40)),
+            "request_throughput": st["request_throughput"],
+            "input_throughput": st["total_input_tokens"] / st["duration"],
+            "output_throughput": st["output_throughput"],
+            "mean_e2e_latency_ms": st["mean_e2el_ms"], "median_e2e_latency_ms": st["median_e2el_ms"],
+            "std_e2e_latency_ms": st["std_e2el_ms"], "p99_e2e_latency_ms": st["p99_e2el_ms"],
+            "mean_ttft_ms": st["mean_ttft_ms"], "median_ttft_ms": st["median_ttft_ms"],
+            "std_ttft_ms": st["std_ttft_ms"], "p99_ttft_ms": st["p99_ttft_ms"],
+            "mean_tpot_ms": st["mean_tpot_ms"], "median_tpot_ms": st["median_tpot_ms"],
+            "std_tpot_ms": st["std_tpot_ms"], "p99_tpot_ms": st["p99_tpot_ms"],
+            "mean_itl_ms": float(itl.mean()), "median_itl_ms": float(np.median(itl)), "std_itl_ms": float(itl.std()),
+            "p95_itl_ms": float(np.percentile(itl, 95)), "p99_itl_ms": float(np.percentile(itl, 99)),
+            "concurrency": float(c) * 0.97, "accept_length": acc,
+        })
+    return rows
+
+
+def write_later_samples() -> None:
+    rng = np.random.default_rng(SEED + 13)
+    vllm_sweep_folder(rng, HERE / "vllm_sweep_qwen")
+    report = guidellm_report(rng)
+    (HERE / "guidellm_benchmarks.json").write_text(json.dumps(report, indent=2))
+    import yaml
+
+    (HERE / "guidellm_benchmarks.yaml").write_text(yaml.safe_dump(report, sort_keys=False))
+    (HERE / "sglang_bench_serving.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sglang_serving(rng, True)))
+    (HERE / "sglang_bench_serving_none.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in sglang_serving(rng, False)))
+
+
 def main() -> None:
     rng = np.random.default_rng(SEED)
     (HERE / "vllm_bench_eagle3_qwen_code.json").write_text(json.dumps(vllm_current(rng)))
@@ -238,6 +411,7 @@ def main() -> None:
     (HERE / "specbench_qwen3-8b-eagle3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in spec))
     (HERE / "specbench_qwen3-8b-vanilla.jsonl").write_text("".join(json.dumps(r) + "\n" for r in vanilla))
     (HERE / "sglang_bench_speculative.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sglang(rng)))
+    write_later_samples()
 
 
 if __name__ == "__main__":

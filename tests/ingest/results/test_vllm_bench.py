@@ -315,16 +315,6 @@ def _pooling_result() -> dict:
             "p99_e2el_ms": 100.0}
 
 
-def _sglang_bench_serving() -> dict:
-    """python -m sglang.bench_serving --output-file: vLLM-like throughput keys, its own latency keys."""
-    return {"backend": "sglang", "dataset_name": "random", "request_rate": "inf", "max_concurrency": 16,
-            "duration": 50.2, "completed": 64, "total_input_tokens": 65536, "total_output_tokens": 65536,
-            "total_output_tokens_retokenized": 65500, "request_throughput": 1.27, "input_throughput": 1305.5,
-            "output_throughput": 1305.5, "mean_e2e_latency_ms": 12000.0, "median_e2e_latency_ms": 11900.0,
-            "p99_e2e_latency_ms": 12800.0, "mean_ttft_ms": 150.0, "median_ttft_ms": 140.0, "p99_ttft_ms": 250.0,
-            "concurrency": 15.37, "accept_length": 2.61}
-
-
 def _pytorch_records() -> list:
     """vllm/benchmarks/lib/utils.py convert_to_pytorch_benchmark_format: one record per metric."""
     doc = json.loads(SWEEP.read_text().splitlines()[0])
@@ -336,7 +326,6 @@ def _pytorch_records() -> list:
 
 @pytest.mark.parametrize(("name", "content", "message"), [
     ("embed.json", _pooling_result, "a vllm bench serve result of a pooling (embedding/score) model"),
-    ("sglang_serving.jsonl", _sglang_bench_serving, "SGLang bench_serving output (python -m sglang.bench_serving)"),
     ("run.pytorch.json", _pytorch_records, "vLLM's PyTorch-benchmark-format copy of a result"),
 ])
 def test_look_alike_files_are_refused_with_what_they_are(name: str, content, message: str, tmp_path: Path) -> None:

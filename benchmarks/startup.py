@@ -1,0 +1,96 @@
+"""Start-up cost of the command line: fresh-process wall time of read-only commands next to ``python -c pass``.
+
+Owns one measurement. Each command runs as a subprocess from the repo root (``python -m …``, the way users
+and the test suite call it) on the built default store, alternating with the baseline ``python -c pass`` in
+the same loop so both see the same machine load; wall time is end to end (interpreter start, imports, the
+query, JSON on stdout), CPU time is the child's user + system time (``os.wait4``). Targets (issue 13):
+``winners --json`` ≤ 0.3 s, ``--help`` ≤ 0.15 s wall. ``minus_baseline`` subtracts the interpreter's own
+start from the same round.
+
+    python benchmarks/startup.py [--repeats 9] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import REPO, figure, load_average, machine
+
+COMMANDS: dict[str, tuple[list[str], float | None]] = {
+    "python_c_pass_s": (["-c", "pass"], None),
+    "winners_json_s": (["-m", "analysis", "winners", "--json"], 0.3),
+    "spectune_winners_json_s": (["-m", "spectune", "winners", "--json"], 0.3),
+    "analysis_help_s": (["-m", "analysis", "--help"], 0.15),
+    "spectune_help_s": (["-m", "spectune", "--help"], 0.15),
+    "runner_help_s": (["-m", "runner", "--help"], 0.15),
+}
+
+
+def _run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall s, child CPU s) of one ``python ARGS`` run; stdout must be non-empty and the exit 0."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, *args], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    out = proc.stdout.read() if proc.stdout else b""
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0 or (args[0] == "-m" and not out):
+        raise RuntimeError(f"python {' '.join(args)} failed")
+    if "--json" in args:
+        json.loads(out)
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def measure(repeats: int = 9) -> dict:
+    from ingest import store
+
+    store.connect(None, read_only=False).close()  # the default store exists: its one-time build is not timed
+    where = machine()  # (its load average is the one at the start)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("SPECTUNE_DB", None)
+    samples: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in COMMANDS}
+    for args, _t in COMMANDS.values():  # warm the page cache and .pyc files
+        _run(args, env)
+    for _ in range(repeats):
+        for name, (args, _t) in COMMANDS.items():
+            wall, cpu = _run(args, env)
+            samples[name][0].append(wall)
+            samples[name][1].append(cpu)
+    base = statistics.median(samples["python_c_pass_s"][0])
+    figures = {}
+    for name, (args, target) in COMMANDS.items():
+        wall, cpu = samples[name]
+        extra = {"command": "python " + " ".join(args)}
+        if name != "python_c_pass_s":
+            extra["minus_baseline_s"] = round(statistics.median(wall) - base, 4)
+        figures[name] = figure(wall, target=target, cpu=cpu, **extra)
+    return {"benchmark": "startup", "machine": where, "figures": figures, "load_avg_end": load_average()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--json", action="store_true", help="print one JSON document")
+    args = ap.parse_args(argv)
+    res = measure(args.repeats)
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        for name, f in res["figures"].items():
+            print(f"{name:<26} {f['median']:.3f} s [{f['min']:.3f}, {f['max']:.3f}] cpu {f['cpu_s_median']:.3f} s "
+                  f"{f.get('target', '')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
