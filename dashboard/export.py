@@ -3,8 +3,8 @@ Parquet, with buttons labelled by format and files named after the view.
 
 Bytes are produced only when a button is clicked (``st.download_button`` with a callable), so a page rerun
 never pays for rendering. CSV cells that a spreadsheet would run as a formula (leading ``= + - @``, tab or
-carriage return) get a leading apostrophe (OWASP CSV injection guidance); numeric columns are left as
-numbers.
+carriage return, after any spaces or zero-width characters) get a leading apostrophe (OWASP CSV injection
+guidance); numeric columns are left as numbers.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ import streamlit as st
 
 # Full-width forms too: some spreadsheet locales turn "＝" into "=" on entry.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "＝", "＋", "－", "＠")
+# Skipped before the first character is judged: spaces, and invisible characters (zero-width space/joiners,
+# word joiner, BOM, no-break space) that a spreadsheet may drop on paste, leaving "=…" to run.
+INVISIBLE_LEAD = " \u00a0\u200b\u200c\u200d\u2060\ufeff"
 MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "csv": "text/csv",
         "parquet": "application/vnd.apache.parquet", "html": "text/html"}
 
@@ -77,7 +80,7 @@ def escape_formulas(frame: pl.DataFrame) -> pl.DataFrame:
     cols = []
     for c, t in frame.schema.items():
         if t == pl.String:
-            starts = pl.col(c).str.strip_chars_start(" ").str.slice(0, 1).is_in(list(FORMULA_START))
+            starts = pl.col(c).str.strip_chars_start(INVISIBLE_LEAD).str.slice(0, 1).is_in(list(FORMULA_START))
             cols.append(pl.when(starts).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c))
     return frame.with_columns(cols) if cols else frame
 

@@ -183,9 +183,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"error: {why}: run {exc.run_id} stopped after {exc.cells_done} cell(s) this time, every server "
               f"stopped, finished cells kept; continue with: {_resume_command(args, exc.run_id)}", file=sys.stderr)
         return 128 + (exc.signum or signal.SIGINT)
+    # Scripts must tell "nothing worked" from success: no cell ran well this time, and some were tried.
+    code = NO_CELL_SUCCEEDED if summary.cells_failed and not summary.cells_ok else 0
     if args.json:
         print(json.dumps(summary.as_dict()))
-        return 0
+        return code
     skipped = "already in the store"
     if summary.skipped_failed:
         skipped += f"; {summary.skipped_failed} of them failed earlier: --retry-failed runs them again"
@@ -201,7 +203,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(line)
     for f in summary.failures:  # the reasons, so nobody has to dig them out of the store
         print(f"  failed {f.get('cell', f['cell_id'])}: {f['error']}")
-    return 0
+    if code:
+        print(f"error: run {summary.run_id}: no cell succeeded ({summary.cells_failed} failed); exit "
+              f"{NO_CELL_SUCCEEDED}", file=sys.stderr)
+    return code
+
+
+NO_CELL_SUCCEEDED = 4  # `runner run` exit code: cells were run and every one failed (README, docs/reliability.md)
 
 
 def _note(text: str) -> None:

@@ -9,11 +9,12 @@ reading. Bad input is one error line, and nothing is stored.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
 import shutil
-import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import altair as alt
@@ -29,6 +30,7 @@ from analysis.rescore.trace import SHARD_BY, bucketize
 from dashboard import charts, data, export, report, state, theme, widgets
 from ingest.errors import InputError
 from ingest.paths import DATA_DIR
+from ingest.tempfiles import make_temp_dir
 from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, Limits, TraceFrame, TraceMapping
 
 PAGE = "traffic"
@@ -87,25 +89,38 @@ def _read_and_store(path: Path, fmt: str, workload: str | None, mapping: TraceMa
     return tf, trace_id, new
 
 
-def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) -> tuple[str, bool]:
-    """Upload → temp file (fixed name) → read, validate, classify → store. Returns (trace_id, new)."""
-    bar = st.progress(0.0, text="Receiving the upload…")
-    tmp = Path(tempfile.mkdtemp(prefix="spectune-upload-"))
+@contextlib.contextmanager
+def _spooled(up, progress: Callable[[float], None] | None = None) -> Iterator[Path]:
+    """The upload streamed (4 MiB at a time) into a private temp file under a fixed name, at most
+    :data:`MAX_UPLOAD_MB`; removed on every path out. The folder is named for this process, so if the
+    server is killed mid-upload the next start removes it (ingest.tempfiles)."""
+    tmp = make_temp_dir("upload")
     try:
         path = tmp / ("upload" + _suffix(up.name))
+        cap = MAX_UPLOAD_MB * 1024 * 1024
         up.seek(0)
         with path.open("wb") as fh:
             while block := up.read(1 << 22):
+                if fh.tell() + len(block) > cap:
+                    raise InputError(Path(_safe_name(up.name)), 0, f"upload is over the {MAX_UPLOAD_MB} MB limit")
                 fh.write(block)
-                bar.progress(min(0.3, 0.3 * fh.tell() / max(up.size, 1)), text="Receiving the upload…")
+                if progress is not None:
+                    progress(fh.tell() / max(up.size, 1))
+        yield path
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # uploaded bytes never outlive the request
+
+
+def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) -> tuple[str, bool]:
+    """Upload → temp file (fixed name) → read, validate, classify → store. Returns (trace_id, new)."""
+    bar = st.progress(0.0, text="Receiving the upload…")
+    with _spooled(up, lambda f: bar.progress(min(0.3, 0.3 * f), text="Receiving the upload…")) as path:
         bar.progress(0.35, text="Reading and validating every request…")
         # An upload may inflate (.gz) to at most 10× the upload cap: a zip bomb stops early, not at 4 GiB.
         limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10 * MAX_UPLOAD_MB * 1024 * 1024)
         tf, trace_id, new = _read_and_store(path, fmt, workload, mapping, _safe_name(up.name), limits, "upload")
         bar.progress(1.0, text=f"Stored {tf.frame.height:,} requests as trace {trace_id}.")
         return trace_id, new
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # uploaded bytes never outlive the request
 
 
 def _ingest_sample(file: str) -> tuple[str, bool]:
@@ -135,14 +150,8 @@ def _sample_section() -> str | None:
 def _columns(up) -> list[str]:
     from ingest.trace_store import peek_columns
 
-    tmp = Path(tempfile.mkdtemp(prefix="spectune-upload-"))
-    try:
-        path = tmp / ("upload" + _suffix(up.name))
-        up.seek(0)
-        path.write_bytes(up.read())
+    with _spooled(up) as path:
         return peek_columns(path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _mapping_form(up, message: str) -> TraceMapping | None:

@@ -40,7 +40,7 @@ def problem(key: str, value: Any) -> str | None:
     """What is wrong with ``value`` for dimension ``key`` (None: fine). The one check for every route a
     value comes by: ``--set``, a file's metadata, a model id read from a result."""
     text = str(value).strip()
-    if isinstance(value, bool) or not text:
+    if not text or (isinstance(value, bool) and key not in INT_KEYS):
         return "expected a value"
     if len(text) > MAX_LABEL or labels.unsafe(text):
         # control characters (NUL, newlines) and bidi overrides would garble or spoof labels in charts,
@@ -48,7 +48,7 @@ def problem(key: str, value: Any) -> str | None:
         return f"expected a printable value of at most {MAX_LABEL} characters"
     if key in INT_KEYS:
         # ASCII digits only: str.isdigit() also accepts '²' (int() raises) and '٣' (read as 3)
-        if isinstance(value, int) and value >= 0:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             text = str(value)
         if not (text.isascii() and text.isdigit() and len(text) <= 9) or (key == "depth" and int(text) > MAX_DEPTH):
             return "expected a whole number" + (f" ≤ {MAX_DEPTH}" if key == "depth" else "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from ingest.filecheck import regular_file_size
 
 MAX_BYTES = 1 << 30  # 1 GiB: a detailed `vllm bench serve` file of 100k requests is ~0.5 GB
 MAX_DEPTH_ERROR = "nesting too deep"
+_SPACE = re.compile(r"[ \t\r\n]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +77,7 @@ def json_docs(text: str, path: Path) -> list[Doc]:
     docs: list[Doc] = []
     pos, n = 0, len(text)
     while True:
-        while pos < n and text[pos] in " \t\r\n":
-            pos += 1
+        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]  # (always matches; C speed on padding)
         if pos >= n:
             break
         try:

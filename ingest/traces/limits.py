@@ -25,6 +25,7 @@ class Limits:
     max_json_element_bytes: int = 64 * MiB  # one ShareGPT conversation
     max_tokens_per_request: int = 10_000_000  # larger counts are corrupt data, and overflow Int32 maths
     max_backwards_s: float = 3600.0  # arrivals may be out of order by this much; more is an error
+    warn_span_s: float = 366 * 86_400.0  # first to last arrival: longer is a wrong unit or garbage (a warning)
     default_output_tokens: int = 256  # vLLM's --custom-output-len / --spec-bench-output-len default
 
 

@@ -129,6 +129,9 @@ def _columns(raw: RawTable, limits: Limits, workload: str | None) -> dict[str, p
     return out
 
 
+YEAR_S = 365.25 * 86_400
+
+
 def _order(path: Path, raw: RawTable, frame: pl.DataFrame, limits: Limits) -> pl.DataFrame:
     ts = frame.get_column("timestamp_s")
     if ts.null_count() == frame.height:
@@ -146,6 +149,10 @@ def _order(path: Path, raw: RawTable, frame: pl.DataFrame, limits: Limits) -> pl
         raw.warnings.append(f"{late} requests were out of time order (by at most {worst:.3f} s) "
                             "and were sorted by timestamp")
         frame = frame.sort("timestamp_s", maintain_order=True)
+    span = float(ts.max() - ts.min())  # type: ignore[operator]
+    if span > limits.warn_span_s:
+        raw.warnings.append(f"requests span {span / YEAR_S:,.1f} years from first to last arrival; real traces "
+                            "cover hours to weeks: check the timestamp column and its unit")
     return frame.with_columns(pl.col("timestamp_s") - pl.col("timestamp_s").min())
 
 

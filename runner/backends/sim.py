@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ingest.records import CellKey
 from runner.backends.base import CellOutcome, HostFacts, Sink
 from runner.matrix import Matrix, ServerConfig
@@ -18,9 +20,20 @@ class SimBackend:
 
     def run_server_config(self, matrix: Matrix, config: ServerConfig, cells: list[CellKey], sink: Sink) -> None:
         wl_tokens = {w.name: w.max_tokens for w in matrix.workloads}
+        sources = {w.name: w.source for w in matrix.workloads}
         for key in cells:
+            tokens = max(wl_tokens[key.workload], 16)
             try:
-                res = simulate_cell(key, matrix.requests_per_cell, max_output_tokens=max(wl_tokens[key.workload], 16))
+                try:
+                    res = simulate_cell(key, matrix.requests_per_cell, max_output_tokens=tokens)
+                except ValueError:
+                    # The simulator knows workloads by their prompt set: `[workloads.specbench] source = "chat"`
+                    # is the chat prompt set under another name.
+                    source = sources.get(key.workload, key.workload)
+                    if source == key.workload:
+                        raise
+                    res = simulate_cell(dataclasses.replace(key, workload=source), matrix.requests_per_cell,
+                                        max_output_tokens=tokens)
             except (ValueError, KeyError) as exc:
                 sink(CellOutcome(key, status="failed", error=f"simulator: {exc}"))
                 continue

@@ -60,6 +60,24 @@ RESULT_GENERATORS = {
         REPO / "data" / "samples" / "results" / "specbench_qwen3-8b-eagle3.jsonl", p),
 }
 
+MATRIX_GENERATORS = {  # files that cannot be committed: a FIFO would block a reader forever, a device never ends
+    "fifo": lambda p: os.mkfifo(p),
+    "link_dev_zero": lambda p: p.symlink_to("/dev/zero"),
+    "link_dev_urandom": lambda p: p.symlink_to("/dev/urandom"),
+    "sparse_3gb": lambda p: _sparse(p, 3 * 1024**3),
+}
+
+
+def matrix_file(case: dict[str, Any], gen_dir: Path) -> Path:
+    """The matrix case's file: committed, or built by its recipe under ``gen_dir``."""
+    if "generate" not in case:
+        return CORPUS / "matrix" / case["file"]
+    path = gen_dir / "matrix" / case["file"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() and not path.is_symlink():
+        MATRIX_GENERATORS[case["generate"]](path)
+    return path
+
 
 @dataclass(frozen=True)
 class Case:
@@ -128,10 +146,11 @@ def _result_cases(gen_dir: Path) -> list[Case]:
     return out
 
 
-def _matrix_cases() -> list[Case]:
+def _matrix_cases(gen_dir: Path) -> list[Case]:
     out = []
     for c in _manifest("matrix"):
-        arg = str((CORPUS / "matrix" / c["file"]).relative_to(REPO))
+        path = matrix_file(c, gen_dir)
+        arg = str(path) if "generate" in c else str(path.relative_to(REPO))
         out.append(Case(f"run:{c['file']}", "run", ("runner", "run", "--matrix", arg, "--json"), arg, c["line"],
                         c["contains"]))
         out.append(Case(f"plan:{c['file']}", "plan", ("runner", "plan", "--matrix", arg), arg, c["line"],
@@ -140,7 +159,7 @@ def _matrix_cases() -> list[Case]:
 
 
 def _all_cases(gen_dir: Path) -> list[Case]:
-    return [*_trace_cases(gen_dir), *_result_cases(gen_dir), *_matrix_cases()]
+    return [*_trace_cases(gen_dir), *_result_cases(gen_dir), *_matrix_cases(gen_dir)]
 
 
 @dataclass
@@ -175,7 +194,8 @@ def _real(case: Case, db: Path) -> dict[str, Any]:
 
 def _sample(cases: list[Case]) -> list[Case]:
     """Cases also run as real subprocesses: the hostile ones, plus the first few of each command family."""
-    hostile = ("sparse", "huge", "bomb", "gzip", "deep", "binary", "nul", "junk", "utf16", "long_line", "missing")
+    hostile = ("sparse", "huge", "bomb", "gzip", "deep", "binary", "nul", "junk", "utf16", "long_line", "missing",
+               "fifo", "dev_", "padding", "surrogate")
     chosen, per_family = [], {}
     for c in cases:
         per_family[c.store] = per_family.get(c.store, 0) + 1
@@ -294,8 +314,8 @@ def test_corpus_is_large_enough_and_every_file_is_listed() -> None:
 
 
 @pytest.mark.parametrize("case", _manifest("matrix"), ids=[c["file"] for c in _manifest("matrix")])
-def test_matrix_reader_raises_input_error_on_the_right_line(case: dict[str, Any]) -> None:
-    path = CORPUS / "matrix" / case["file"]
+def test_matrix_reader_raises_input_error_on_the_right_line(case: dict[str, Any], tmp_path: Path) -> None:
+    path = matrix_file(case, tmp_path)
     with pytest.raises(InputError) as info:
         load_matrix(path)
     err = info.value

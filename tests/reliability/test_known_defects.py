@@ -34,3 +34,36 @@ def test_trace_labels_with_bidi_or_control_characters_are_refused(tmp_path: Path
     with pytest.raises(InputError, match="control or bidi-override") as exc:
         read_trace(path)
     assert exc.value.line == 3
+
+
+def test_a_lone_surrogate_in_jsonl_is_reported_on_its_line(tmp_path: Path) -> None:
+    from ingest.traces import read_trace
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"timestamp": 1, "input_length": 5, "output_length": 3, "hash_ids": []}\n\n'
+                    '{"timestamp": 2, "input_length": 5, "output_length": 3, "hash_ids": [], "x": "\\ud800"}\n')
+    with pytest.raises(InputError, match="lone surrogate") as exc:
+        read_trace(path)
+    assert exc.value.line == 3
+
+
+@pytest.mark.parametrize(("stamps", "years"), [(("1970-05-10 00:00:00", "2024-05-10 00:00:01"), "54.0"),
+                                               (("0001-01-01 00:00:00", "9999-01-01 00:00:00"), "9,997.8")])
+def test_a_trace_spanning_absurd_time_ranges_warns(tmp_path: Path, stamps: tuple[str, str], years: str) -> None:
+    from ingest.traces import read_trace
+
+    path = tmp_path / "t.csv"
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(f"{s}.000,10,20\n" for s in stamps))
+    tf = read_trace(path)
+    assert any(f"requests span {years} years" in w for w in tf.warnings), tf.warnings
+
+
+@pytest.mark.parametrize("lead", ["\u200b", "\ufeff", "\u200b\u200d ", "\u00a0", "\u2060"])
+def test_labels_starting_with_invisible_characters_then_a_formula_are_escaped(lead: str) -> None:
+    import polars as pl
+
+    from dashboard.export import csv_bytes
+
+    out = csv_bytes(pl.DataFrame({"tenant": [f"{lead}=HYPERLINK(\"http://x\")", "plain"]})).decode()
+    assert out.splitlines()[1].startswith("\"'") or out.splitlines()[1].startswith("'"), out
+    assert out.splitlines()[2] == "plain"

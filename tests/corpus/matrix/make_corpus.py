@@ -58,6 +58,13 @@ TEXT: dict[str, str] = {
     "tp_size_is_text.toml": with_('model = "Qwen/Qwen3.5-397B-A17B"',
                                   'model = "Qwen/Qwen3.5-397B-A17B"\ntensor_parallel_size = "two"'),
     "max_tokens_is_text.toml": with_("max_tokens = 128", 'max_tokens = "lots"'),
+    "depths_duplicate.toml": with_("depths = [2, 3]", "depths = [3, 3]"),
+    "gpus_duplicate.toml": with_('gpus = ["MI300X"]', 'gpus = ["MI355X", "MI355X"]'),
+    "concurrency_duplicate.toml": with_("concurrency = [1]", "concurrency = [1, 16, 1]"),
+    "server_config_duplicate.toml": with_("[workloads.code]", '[families.QwenAgain]\nmodel = "Qwen/Qwen3.5-397B-A17B"'
+                                                            "\n[workloads.code]"),
+    "name_bidi_override.toml": with_('name = "broken"', 'name = "run\\u202egnp.exe"'),
+    "name_control_character.toml": with_('name = "broken"', 'name = "run\\u0007\\u001b[31m"'),
     "temperature_is_text.toml": with_("max_tokens = 128", 'max_tokens = 128\ntemperature = "hot"'),
     "timeout_is_text.toml": with_("requests_per_cell = 20", 'requests_per_cell = 20\nstartup_timeout_s = "soon"'),
     "load_not_a_table.toml": with_("[load]\nconcurrency = [1]", "load = 5").replace(
@@ -84,11 +91,29 @@ BINARY: dict[str, bytes] = {
     "nul_bytes.toml": BASE.replace("[load]", "[lo\x00ad]").encode(),
     "binary_junk.toml": b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4,
     "utf16.toml": BASE.encode("utf-16"),
+    # A BOM is accepted (Windows editors write one); the error after it keeps its line.
+    "bom_then_duplicate_depths.toml": b"\xef\xbb\xbf" + with_("depths = [2, 3]", "depths = [2, 2]").encode(),
+}
+
+# Inputs that cannot be committed (a FIFO, links to endless devices, a sparse 3 GB file): built at test time
+# by the recipe named, in tests/reliability/test_corpus_cli.py (MATRIX_GENERATORS).
+GENERATED: dict[str, tuple[str, int, str]] = {
+    "fifo.toml": ("fifo", 0, "not a regular file (a FIFO (named pipe))"),
+    "link_to_dev_zero.toml": ("link_dev_zero", 0, "not a regular file (a character device)"),
+    "link_to_dev_urandom.toml": ("link_dev_urandom", 0, "not a regular file (a character device)"),
+    "huge_sparse.toml": ("sparse_3gb", 0, "more than the 4,194,304-byte limit"),
 }
 
 
 # Expected error per file: (1-based line, 0 = the file as a whole; a substring of the message).
 EXPECT: dict[str, tuple[int, str]] = {
+    'depths_duplicate.toml': (5, 'methods.eagle3.depths: 3 is listed twice'),
+    'gpus_duplicate.toml': (2, "gpus: 'MI355X' is listed twice"),
+    'concurrency_duplicate.toml': (11, 'load.concurrency: 1 is listed twice'),
+    'server_config_duplicate.toml': (8, 'families.QwenAgain: the same server as families.Qwen'),
+    'name_bidi_override.toml': (1, 'name: '),
+    'name_control_character.toml': (1, 'control or bidi-override character'),
+    'bom_then_duplicate_depths.toml': (5, 'methods.eagle3.depths: 2 is listed twice'),
     'toml_syntax_error.toml': (3, 'Unclosed array'),
     'toml_duplicate_key.toml': (2, 'Cannot overwrite a value'),
     'toml_bare_string.toml': (9, 'Invalid value'),
@@ -142,6 +167,10 @@ def manifest() -> str:
     for name in sorted(EXPECT):
         line, contains = EXPECT[name]
         out += ["[[case]]", f"file = {name!r}", f"line = {line}", f"contains = {contains!r}", ""]
+    for name in sorted(GENERATED):
+        recipe, line, contains = GENERATED[name]
+        out += ["[[case]]", f"file = {name!r}", f"generate = {recipe!r}", f"line = {line}",
+                f"contains = {contains!r}", ""]
     return "\n".join(out)
 
 

@@ -130,6 +130,7 @@ def files() -> None:
     case("vllm_append_duplicate_cell.jsonl", 4, "same cell as the result on line 2")
     write("vllm_append_bad_second.jsonl", sweep[0] + "\n" + sweep[1][:300] + "\n")
     case("vllm_append_bad_second.jsonl", 2, "invalid JSON")
+    impossible()
 
     rows = lines("specbench_qwen3-8b-eagle3.jsonl")
     bad = [dict(r) for r in rows[:8]]
@@ -196,6 +197,43 @@ def files() -> None:
     write("published_unterminated_quote.csv", "\n".join([pub[0], pub[1], '"https://x.example/a,title never closed',
                                                         simple, simple]) + "\n")
     case("published_unterminated_quote.csv", 3, "a quote opened here runs to line")
+
+
+def impossible() -> None:
+    """Values no vLLM run writes (issue 15): each refused on its key's line, whatever route it came by."""
+    def ok_index(d: dict) -> int:
+        return next(i for i, e in enumerate(d.get("errors") or [""] * len(d["ttfts"])) if not e)
+
+    d = vllm()
+    d["latencies"] = [t + sum(row) for t, row in zip(d["ttfts"], d["itls"], strict=True)]
+    i = ok_index(d)
+    d["ttfts"][i] = d["latencies"][i] + 0.431
+    t = write("vllm_ttft_over_latency.json", pretty(d)).read_text()
+    case("vllm_ttft_over_latency.json", line_of(t, '"ttfts"'), "longer than the request's latency")
+    d = vllm()
+    d["ttfts"][ok_index(d)] = 12345.678
+    t = write("vllm_ttft_1e400.json", pretty(d).replace("12345.678", "1e400")).read_text()
+    case("vllm_ttft_1e400.json", line_of(t, '"ttfts"'), "not a finite number on a successful request")
+    d = vllm()
+    d["num_speculative_tokens"] = "99"
+    t = write("vllm_metadata_depth_99.json", pretty(d)).read_text()
+    case("vllm_metadata_depth_99.json", line_of(t, '"num_speculative_tokens"'), "expected a whole number ≤ 64")
+    d = vllm()
+    d["model_id"] = "Qwen\u202e3.5"
+    t = write("vllm_model_id_bidi.json", pretty(d)).read_text()
+    case("vllm_model_id_bidi.json", line_of(t, '"model_id"'), "expected a printable value")
+    d = vllm()
+    d["itls"][ok_index(d)] = [0.0] * 20_000
+    t = write("vllm_itls_beyond_tokens.json", pretty(d)).read_text()
+    case("vllm_itls_beyond_tokens.json", line_of(t, '"itls"'), "gaps for")
+    d = vllm()
+    d["request_rate"] = "fast"
+    t = write("vllm_request_rate_text.json", pretty(d)).read_text()
+    case("vllm_request_rate_text.json", line_of(t, '"request_rate"'), "'request_rate' must be a positive number")
+    d = vllm()
+    d["output_throughput"] = float("nan")
+    t = write("vllm_throughput_nan.json", pretty(d)).read_text()
+    case("vllm_throughput_nan.json", line_of(t, '"output_throughput"'), "expected a finite number")
 
 
 def exports() -> None:

@@ -90,6 +90,10 @@ TEXT: dict[str, str | bytes] = {
     "json_extension_not_json.jsonl": AZ + ROW1,
     "mooncake_truncated.jsonl": MC % (0, 10, 5) + MC % (10, 11, 6) + '{"timestamp": 20, "input_len',
     "mooncake_list_line.jsonl": MC % (0, 10, 5) + "[1, 2, 3]\n",
+    "mooncake_lone_surrogate.jsonl": MC % (0, 10, 5) + '{"timestamp": 10, "input_length": 11, "output_length": 6, '
+                                     '"hash_ids": [], "note": "\\udc80"}\n',
+    # 120,000 blank lines before a bad row: read from a compacted copy, the error still names the real line
+    "azure_blank_padding_bad_row.csv": AZ + ROW1 + "\n" * 120_000 + "2023-11-16 18:15:50.7487640,3x4,44\n",
     "mooncake_string_tokens.jsonl": MC % (0, 10, 5) + MC % (10, 11, 6) + MC % (20, '"12"', 7),
     "mooncake_missing_field.jsonl": MC % (0, 10, 5) + MC % (10, 11, 6) + '{"timestamp": 20, "input_length": 9}\n',
     "mooncake_deep_nesting.jsonl": MC % (0, 10, 5) + '{"timestamp": 1, "input_length": 3, "x": ' + "[" * 100_000 + "\n",
@@ -141,6 +145,9 @@ def binary_cases() -> dict[str, bytes]:
             pl.DataFrame({"input_tokens": [1, 2], "output_tokens": [3, 4], "tenant": [[1], [2]]})),
         "gzip_truncated.csv.gz": gzip.compress(rows * 50, mtime=0)[:60],
         "gzip_bomb.csv.gz": bomb,
+        # 5 MB of newlines in 5 KB (the upload that took the dashboard to 3.9 GB), then a bad row
+        "gzip_blank_padding.csv.gz": gzip.compress((AZ + ROW1).encode() + b"\n" * 5_000_000
+                                                   + b"2023-11-16 18:15:50.7487640,3x4,44\n", mtime=0),
     }
 
 
