@@ -1,4 +1,4 @@
-"""``python -m ingest results|export|trace`` — the ingest command line (DESIGN's CLI contract).
+"""``python -m ingest results|export|trace|watch`` — the ingest command line (DESIGN's CLI contract).
 
 Subcommands register in :data:`COMMANDS` (name → (add_arguments, run, help)); ``trace`` lives in
 ``ingest/cli_trace.py``. Each prints one JSON document with ``--json``.
@@ -17,6 +17,7 @@ from ingest.cli import Command
 from ingest.cli import build_parser as build_parser_for
 from ingest.cli_trace import COMMANDS as trace_commands
 from ingest.errors import InputError, UsageError
+from ingest.watch.cli import COMMANDS as watch_commands
 
 
 def _results_args(p: argparse.ArgumentParser) -> None:
@@ -80,6 +81,7 @@ COMMANDS: dict[str, Command] = {
                                          "published CSV); format auto-detected"),
     "export": (_export_args, _export, "write runs as a spectune Parquet export folder"),
     **trace_commands,
+    **watch_commands,
 }
 
 
