@@ -14,6 +14,7 @@ per-position counts not increasing with position).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -143,12 +144,12 @@ def check_invariants(s: Sample) -> None:
         if abs(sum(s.per_pos) - accepted) > 0.5:
             raise BadExposition(f"accepted per position sums to {sum(s.per_pos):g}, not the accepted total "
                                 f"{accepted:g}: text cut off or mixed from two servers?")
-        if any(b > a + 0.5 for a, b in zip(s.per_pos, s.per_pos[1:], strict=False)):
+        if any(b > a + 0.5 for a, b in itertools.pairwise(s.per_pos)):
             raise BadExposition("accepted per position increases with position (impossible in vLLM)")
     for name, h in s.histograms.items():
         les = sorted(h)
         if les and not math.isinf(les[-1]):
             raise BadExposition(f"histogram {name} has no +Inf bucket: text cut off?")
         counts = [h[le] for le in les]
-        if any(b < a - 0.5 for a, b in zip(counts, counts[1:], strict=False)):
+        if any(b < a - 0.5 for a, b in itertools.pairwise(counts)):
             raise BadExposition(f"histogram {name} buckets are not cumulative")
