@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from analysis.cli_compare import COMMANDS as compare_commands
+from analysis.cli_production import COMMANDS as production_commands
 from analysis.cli_rescore import COMMANDS as rescore_commands
 from analysis.metrics import METRICS
 from ingest.cli import Command
@@ -102,6 +103,7 @@ COMMANDS: dict[str, Command] = {
     "curve": (_curve_args, _curve, "acceptance and throughput by depth for one method"),
     **rescore_commands,
     **compare_commands,
+    **production_commands,
 }
 
 

@@ -66,3 +66,22 @@ def production_report(con: duckdb.DuckDBPyConnection, q: ProductionQuery, opts: 
         warnings += [w for w in row.get("warnings", []) if w not in warnings]
     return {"segments": segs, "changed": [s["segment"] for s in segs if s["status"] == "winner_changed"],
             "window_s": q.window_s, "warnings": warnings}
+
+
+def ab_report(con: duckdb.DuckDBPyConnection, segments: tuple[str, ...], a: str | None, b: str | None,
+              since: datetime | None, until: datetime | None, opts) -> dict:
+    """The A/B readout of two targets (given, or the two of a segment)."""
+    from analysis.production.ab import histogram_intervals, readout
+    from ingest.errors import UsageError
+
+    s = load.samples(con, segments=segments if a is None else (), targets=(a, b) if a else (), since=since,
+                     until=until)
+    if a is None:
+        names = sorted(set(s["target"].to_list()))
+        if len(names) != 2:
+            raise UsageError(f"segment {segments[0]!r} has {len(names)} target(s) ({', '.join(names)}); "
+                             "an A/B needs exactly two: pass --a and --b")
+        a, b = names
+    iv = deltas.intervals(s)
+    hist = histogram_intervals(load.histograms(con, [a, b], since, until), iv)
+    return readout(iv, hist, a, b, opts)
