@@ -63,7 +63,7 @@ def _drift(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc, default=str))
     else:
-        _print_drift(doc)
+        print_drift(doc)
     return EXIT_CHANGED if doc["changed"] else 0
 
 
@@ -71,7 +71,7 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
-def _print_drift(doc: dict) -> None:
+def print_drift(doc: dict) -> None:
     for s in doc["segments"]:
         p, b = s["production"], s.get("benchmark")
         rate = "n/a" if p["acceptance_rate"] is None else f"{p['acceptance_rate']:.3f}"

@@ -53,3 +53,38 @@ def test_drift_cli_exits_3_only_when_a_winner_changed(drift_db: Path) -> None:
     assert "seg-same: mtp:3 on Kimi/MI355X/code" in fine.stdout and "no change" in fine.stdout
     bad = cli("analysis", "drift", "--segment", "nope", "--db", str(drift_db))
     assert bad.returncode == 2 and bad.stderr.startswith("error: --segment 'nope': no such segment")
+
+
+def test_production_nightly_script_watches_drifts_and_alerts(drift_db: Path, tmp_path: Path) -> None:
+    """deploy/nightly/spectune-production.sh: a watch round (a dead target is only a warning), the drift report,
+    the alert on exit 3; a store without the drifted segment is quiet (exit 0)."""
+    import os
+    import subprocess
+
+    from tests.conftest import REPO
+
+    db = tmp_path / "p.duckdb"
+    shutil.copy(drift_db, db)
+    targets = tmp_path / "targets.toml"
+    targets.write_text('timeout_s = 1\n[[target]]\nname = "gone"\nurl = "http://127.0.0.1:9/metrics"\n'
+                       'segment = "elsewhere"\n')
+    reports, alerts = tmp_path / "reports", tmp_path / "alert.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECTUNE_HOME": str(REPO), "SPECTUNE_DB": str(db),
+           "SPECTUNE_TARGETS": str(targets), "SPECTUNE_REPORTS": str(reports), "SPECTUNE_PRODUCTION_SINCE": "0",
+           "SPECTUNE_ALERT_CMD": f'cp "$SPECTUNE_DRIFT_JSON" {alerts}'}
+    script = REPO / "deploy" / "nightly" / "spectune-production.sh"
+    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 3, res.stdout + res.stderr
+    latest = reports / "production-latest"
+    doc = json.loads((latest / "production.json").read_text())
+    assert doc["changed"] == ["seg-low"] and json.loads(alerts.read_text()) == doc
+    assert "WINNER CHANGED" in (latest / "production.txt").read_text()
+    watch = json.loads((latest / "watch.json").read_text())
+    assert watch["targets"][0]["failed_rounds"] == 1 and "gone" in (latest / "watch.err").read_text()
+    with store.session(db) as con:
+        con.execute("DELETE FROM watch_samples WHERE segment = 'seg-low'")
+    alerts.unlink()
+    quiet = subprocess.run(["bash", str(script)], env={**env, "SPECTUNE_TARGETS": ""}, capture_output=True,
+                           text=True, timeout=600)
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert not alerts.exists()
