@@ -157,8 +157,11 @@ class Watcher:
             else:
                 start = self._prom_last.get(t.name, now - PROMETHEUS_LOOKBACK_STEPS * step)
                 start, end = min(start, now - PROMETHEUS_LOOKBACK_STEPS * step), now
-            client = prom_clients.setdefault(repr(t.verify), httpx.AsyncClient(
-                verify=verify_for(t), trust_env=False, follow_redirects=False, timeout=None))
+            key = repr(t.verify)
+            if key not in prom_clients:
+                prom_clients[key] = httpx.AsyncClient(verify=verify_for(t), trust_env=False, follow_redirects=False,
+                                                      timeout=None)
+            client = prom_clients[key]
             tasks.append(self._prometheus(client, t, start, end, step))
         results = await asyncio.gather(*tasks)
         batch = land.Batch()

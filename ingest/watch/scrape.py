@@ -15,7 +15,7 @@ import ssl
 import time
 from dataclasses import dataclass
 
-import httpx
+import aiohttp
 
 from ingest.watch.exposition import BadExposition, Sample, parse
 from ingest.watch.targets import Target
@@ -51,17 +51,21 @@ def verify_for(target: Target) -> bool | ssl.SSLContext:
     return target.verify
 
 
+class HTTPStatus(Exception):
+    """A non-200 answer (one line: ``HTTP 500``)."""
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text[:200]
 
 
-async def fetch_text(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> str:
-    async with client.stream("GET", url, headers=headers) as resp:
-        if resp.status_code != 200:
-            raise httpx.HTTPStatusError(f"HTTP {resp.status_code}", request=resp.request, response=resp)
+async def fetch_text(session: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> str:
+    async with session.get(url, headers=headers, allow_redirects=False) as resp:
+        if resp.status != 200:
+            raise HTTPStatus(f"HTTP {resp.status}")
         chunks, size = [], 0
-        async for chunk in resp.aiter_bytes():
+        async for chunk in resp.content.iter_chunked(1 << 16):
             size += len(chunk)
             if size > MAX_BODY_BYTES:
                 raise BadExposition(f"body larger than {MAX_BODY_BYTES >> 20} MiB: not a vLLM /metrics page")
@@ -72,18 +76,18 @@ async def fetch_text(client: httpx.AsyncClient, url: str, headers: dict[str, str
         raise BadExposition("body is not UTF-8 text") from None
 
 
-async def scrape_one(client: httpx.AsyncClient, target: Target) -> ScrapeResult:
+async def scrape_one(session: aiohttp.ClientSession, target: Target) -> ScrapeResult:
     ts = time.time()
     t0 = time.monotonic()
     try:
-        text = await asyncio.wait_for(fetch_text(client, target.url, headers_for(target)), target.timeout_s)
+        text = await asyncio.wait_for(fetch_text(session, target.url, headers_for(target)), target.timeout_s)
         sample = parse(text)
         return ScrapeResult(target, ts, sample, elapsed_s=time.monotonic() - t0)
     except TimeoutError:
         why = f"no complete answer within {target.timeout_s:g} s"
-    except httpx.HTTPStatusError as exc:
-        why = _one_line(exc)
-    except httpx.HTTPError as exc:
+    except HTTPStatus as exc:
+        why = str(exc)
+    except aiohttp.ClientError as exc:
         why = f"{type(exc).__name__}: {_one_line(exc)}"
     except (BadExposition, ssl.SSLError, OSError) as exc:
         why = _one_line(exc)
@@ -94,15 +98,18 @@ class Scraper:
     """A pool of HTTP clients (one per TLS setting) reused across scrape rounds."""
 
     def __init__(self) -> None:
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._clients: dict[str, aiohttp.ClientSession] = {}
 
-    def _client(self, target: Target) -> httpx.AsyncClient:
+    def _client(self, target: Target) -> aiohttp.ClientSession:
+        # aiohttp rather than httpx here: httpx's connection pool costs O(connections) per request, which at
+        # 100 concurrent scrapes was most of a round's CPU (benchmarks/watch_overhead.py).
         key = repr(target.verify)
         if key not in self._clients:
-            # trust_env=False: no proxy from the environment between us and a fleet (and no .netrc credentials)
-            self._clients[key] = httpx.AsyncClient(verify=verify_for(target), trust_env=False,
-                                                   follow_redirects=False, timeout=None,
-                                                   limits=httpx.Limits(max_connections=256))
+            verify = verify_for(target)
+            # trust_env=False: no proxy or .netrc credentials from the environment between us and a fleet
+            self._clients[key] = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=256, ssl=verify if verify is not True else None),
+                timeout=aiohttp.ClientTimeout(total=None), trust_env=False, auto_decompress=True)
         return self._clients[key]
 
     async def scrape(self, targets: list[Target]) -> list[ScrapeResult]:
@@ -110,5 +117,5 @@ class Scraper:
 
     async def aclose(self) -> None:
         for c in self._clients.values():
-            await c.aclose()
+            await c.close()
         self._clients.clear()
