@@ -179,14 +179,14 @@ def production_doc(path: str, st_: tuple, segment: str, window_s: float) -> dict
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
-def production_ab(path: str, st_: tuple, segment: str, metric: str) -> dict | None:
+def production_ab(path: str, st_: tuple, segment: str, metric: str, block_s: float = 60.0) -> dict | None:
     from analysis.production.ab import ABOptions
     from analysis.production.report import ab_report
     from ingest.errors import UsageError
 
     with _reader(path).connection() as con:
         try:
-            return ab_report(con, (segment,), None, None, None, None, ABOptions(metric=metric))
+            return ab_report(con, (segment,), None, None, None, None, ABOptions(metric=metric, block_s=block_s))
         except UsageError:
             return None  # not exactly two targets: no A/B on this segment
 

@@ -14,6 +14,7 @@ from dashboard.state import Param
 
 PAGE = "production"
 WINDOWS = (60, 300, 900, 3600, 21_600, 86_400)
+AB_BLOCKS = (5, 10, 60, 300)
 AB_METRICS = ("p99_tpot_ms", "p99_ttft_ms", "p99_e2e_ms", "acceptance_rate", "output_throughput_per_gpu")
 
 
@@ -33,6 +34,7 @@ params = [
     Param("win", "one", 3600, WINDOWS, label="Window", format_func=_window_label),
     widgets.p_bool("pos", "Per-position rates"),
     Param("abm", "one", AB_METRICS[0], AB_METRICS, label="A/B metric"),
+    Param("abblock", "one", 60, AB_BLOCKS, label="A/B pairing block", format_func=lambda s: f"{s} s"),
 ]
 v = widgets.setup(PAGE, params)
 seg, win = v["seg"], int(v["win"])
@@ -87,7 +89,7 @@ if fr["annotations"].height:
     st.markdown("**Restarts and config changes**")
     st.dataframe(fr["annotations"], hide_index=True)
 
-ab = data.production_ab(data.db_path(), data.stamp(), seg, v["abm"])
+ab = data.production_ab(data.db_path(), data.stamp(), seg, v["abm"], float(v["abblock"]))
 if ab is not None:
     st.subheader(f"A/B · {ab['a']['target']} vs {ab['b']['target']}")
     verdict = ab["verdict"]
