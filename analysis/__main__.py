@@ -117,6 +117,12 @@ COMMANDS: dict[str, AnyCommand] = {
                            "re-score (method, depth) on your traffic trace; the vLLM config to deploy"),
     "compare": LazyCommand("analysis.cli.compare",
                            "compare two runs: per-cell drift, changed winners, shards to re-tune"),
+    "drift": LazyCommand("analysis.cli.production",
+                         "production acceptance per segment vs the benchmark; exit 3 when a winner changed",
+                         names=("drift_args", "drift")),
+    "ab": LazyCommand("analysis.cli.production",
+                      "A/B readout of two targets serving one segment (winner rule, intervals)",
+                      names=("ab_args", "ab")),
 }
 
 

@@ -32,7 +32,7 @@ if __package__ in (None, ""):
 from benchmarks.common import REPO, figure, load_average, machine, timed
 
 KEYS = ("winners_10m_s", "winners_10m_pandas_s", "rescore_1m_csv_s", "rescore_10m_parquet_s", "ingest_rows_per_s",
-        "page_rerun_s", "cold_start_s", "dashboard_rss_mb", "client_cpu_ms_per_request")
+        "page_rerun_s", "cold_start_s", "dashboard_rss_mb", "client_cpu_ms_per_request", "watch_cpu_pct_100_targets")
 
 
 SIZED = ("winners_10m_s", "rescore_1m_csv_s", "rescore_10m_parquet_s", "ingest_rows_per_s", "dashboard_rss_mb")
@@ -52,12 +52,14 @@ class Plan:
     rss_repeats: int = 1
     client_requests: int = 2000
     client_repeats: int = 3
+    watch_rounds: int = 4  # 15 s each
+    watch_repeats: int = 2
 
 
 FULL = Plan()
 QUICK = Plan(store_rows=302_400, csv_rows=100_000, parquet_rows=300_000, repeats=3, ingest_repeats=2,
              pandas_repeats=1, rescore_repeats=1, page_changes=3, cold_repeats=1, client_requests=300,
-             client_repeats=1)
+             client_repeats=1, watch_rounds=1, watch_repeats=1)
 
 
 def _rescore(db: Path, trace: Path, repeats: int, warm: Path) -> dict[str, Any]:
@@ -163,6 +165,16 @@ def run(plan: Plan, workdir: Path, only: set[str] | None = None, log=print) -> d
             [r["client_cpu_ms_per_request"] for r in runs], unit="ms", n_requests=plan.client_requests,
             baseline_ms=[r["baseline"]["client_cpu_ms_per_request"] for r in runs],
             cpu_ratio_vs_baseline=[r["cpu_ratio_vs_baseline"] for r in runs])
+    if want("watch_cpu_pct_100_targets"):
+        log("watch overhead (100 simulated targets, 15 s interval)")
+        from benchmarks.watch_overhead import measure as watch_measure
+
+        runs = [watch_measure(100, plan.watch_rounds, 15.0) for _ in range(plan.watch_repeats)]
+        figures["watch_cpu_pct_100_targets"] = figure(
+            [r["watch_minus_idle_pct"] for r in runs], unit="% of one core", target=5.0,
+            idle_baseline_pct=[r["idle_cpu_pct_of_core"] for r in runs],
+            cpu_ms_per_round=[r["cpu_ms_per_round"] for r in runs], window_s=[r["window_s"] for r in runs],
+            failed_rounds=sum(r["failed_rounds"] for r in runs))
     info["load_avg_end"] = load_average()
     if plan.store_rows < FULL.store_rows:  # the targets are defined at full size: no verdict on a smaller run
         for key in SIZED:

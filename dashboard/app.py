@@ -23,6 +23,7 @@ PAGES: list[tuple[str, str, str]] = [
     ("views/load.py", "Load", ":material/speed:"),
     ("views/traffic.py", "Your traffic", ":material/upload_file:"),
     ("views/runs.py", "Runs & drift", ":material/history:"),
+    ("views/production.py", "Production", ":material/monitor_heart:"),
     ("views/datasets.py", "Data", ":material/table_view:"),
 ]
 

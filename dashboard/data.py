@@ -158,3 +158,48 @@ def winner_changes(a: dict, b: dict) -> pl.DataFrame:
 
 def break_even(s: pl.DataFrame) -> pl.DataFrame:
     return load.break_even(s)
+
+
+# ---- production (ingest watch → analysis.production) -------------------------------------------------
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def production_segments(path: str, st_: tuple) -> list[str]:
+    from analysis.production import load as production_load
+
+    with _reader(path).connection() as con:
+        return production_load.segment_names(con)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner="Re-scoring the segment with its production acceptance…")
+def production_doc(path: str, st_: tuple, segment: str, window_s: float) -> dict:
+    from analysis.production.report import ProductionQuery, production_report
+
+    with _reader(path).connection() as con:
+        return production_report(con, ProductionQuery(segments=(segment,), window_s=window_s))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def production_ab(path: str, st_: tuple, segment: str, metric: str, block_s: float = 60.0) -> dict | None:
+    from analysis.production.ab import ABOptions
+    from analysis.production.report import ab_report
+    from ingest.errors import UsageError
+
+    with _reader(path).connection() as con:
+        try:
+            return ab_report(con, (segment,), None, None, None, None, ABOptions(metric=metric, block_s=block_s))
+        except UsageError:
+            return None  # not exactly two targets: no A/B on this segment
+
+
+def production_frames(doc: dict) -> dict[str, pl.DataFrame]:
+    from analysis.production import frames as production_frames_
+
+    return {"windows": production_frames_.windows(doc), "positions": production_frames_.positions(doc),
+            "annotations": production_frames_.annotations(doc),
+            "recommendations": production_frames_.recommendations(doc)}
+
+
+def ab_frame(doc: dict) -> pl.DataFrame:
+    from analysis.production.frames import ab_arms
+
+    return ab_arms(doc)

@@ -183,6 +183,56 @@ published = Table(
 )
 
 
+# ---- production watch (ingest/watch/): cumulative counters as vLLM reports them, one row per (target, ts) ----
+# Samples carry the segment and config their target had at that instant, so a relabel or config change
+# keeps history right. Resets, gaps and windows are derived in analysis/production/, never stored.
+watch_samples = Table(
+    "watch_samples", metadata,
+    Column("target", String, primary_key=True),
+    Column("ts", DateTime, primary_key=True),  # UTC
+    Column("source", String, nullable=False),  # metrics | prometheus
+    Column("segment", String, nullable=False),
+    Column("family", String),
+    Column("method", String),
+    Column("depth", Integer),
+    Column("gpu", String),
+    Column("gpu_count", Integer),
+    Column("workload", String),
+    Column("drafts", Double),
+    Column("draft_tokens", Double),
+    Column("accepted_tokens", Double),
+    Column("generation_tokens", Double),
+    Column("prompt_tokens", Double),
+    Column("requests_ok", Double),
+    Column("process_start_s", Double),
+)
+
+watch_positions = Table(
+    "watch_positions", metadata,
+    Column("target", String, primary_key=True),
+    Column("ts", DateTime, primary_key=True),
+    Column("position", SmallInteger, primary_key=True, autoincrement=False),  # 1-based draft position
+    Column("accepted", Double, nullable=False),  # cumulative accepted tokens at this position
+)
+
+watch_histograms = Table(
+    "watch_histograms", metadata,
+    Column("target", String, primary_key=True),
+    Column("ts", DateTime, primary_key=True),
+    Column("metric", String, primary_key=True),  # ttft | tpot | e2e (seconds, vLLM's histograms)
+    Column("le", Double, primary_key=True),  # bucket upper bound (inf for +Inf)
+    Column("count", Double, nullable=False),  # cumulative
+)
+
+watch_events = Table(
+    "watch_events", metadata,
+    Column("target", String, primary_key=True),
+    Column("ts", DateTime, primary_key=True),
+    Column("kind", String, primary_key=True),  # error | config_change | relabel
+    Column("detail", String),
+)
+
+
 def ddl_statements() -> list[str]:
     """CREATE TABLE IF NOT EXISTS statements for every table, in DuckDB's dialect."""
     from duckdb_engine import Dialect

@@ -11,6 +11,10 @@ python3 -m pip install -q -r requirements-dev.txt
 if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
   apt-get update -qq && apt-get install -y -qq chromium >/dev/null
 fi
+# A real Prometheus for the watch tests (ingest watch's Prometheus path; tests run the binary on a loopback port).
+if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+  apt-get update -qq && apt-get install -y -qq prometheus >/dev/null
+fi
 
 # A real vLLM server on this CPU (separate venv, tiny random Llama made offline): ~1.5 min the first time.
 bash scripts/setup_vllm_cpu.sh "$PWD/.vllm-cpu"

@@ -28,6 +28,9 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "ingest": ("ingest.__main__", "results", "the same as `spectune results`"),
     "export": ("ingest.__main__", "export", "write runs as a spectune Parquet export folder"),
     "trace": ("ingest.__main__", "trace", "read a traffic trace and store it for re-scoring"),
+    "watch": ("ingest.__main__", "watch", "collect production spec-decode counters (vLLM /metrics, Prometheus)"),
+    "drift": ("analysis.__main__", "drift", "production acceptance vs the benchmark; exit 3 when a winner changed"),
+    "ab": ("analysis.__main__", "ab", "A/B readout of two production targets serving one segment"),
     "dashboard": ("spectune.dashboard", "", "start the dashboard (Streamlit; extra flags go to `streamlit run`)"),
 }
 

@@ -24,14 +24,16 @@ Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Na
 
 @dataclass(frozen=True)
 class LazyCommand:
-    """A subcommand whose ``add_args(parser)`` and ``run(args)`` live in ``module``, imported on first use."""
+    """A subcommand whose ``add_args(parser)`` and ``run(args)`` live in ``module``, imported on first use.
+    ``names`` picks other attribute names, for a module that holds several subcommands."""
 
     module: str
     help: str
+    names: tuple[str, str] = ("add_args", "run")
 
     def load(self) -> Command:
         mod = importlib.import_module(self.module)
-        return mod.add_args, mod.run, self.help
+        return getattr(mod, self.names[0]), getattr(mod, self.names[1]), self.help
 
 
 AnyCommand = Command | LazyCommand

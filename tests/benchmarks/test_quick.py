@@ -14,7 +14,7 @@ import sys
 from tests.conftest import REPO
 
 KEYS = ("winners_10m_s", "winners_10m_pandas_s", "rescore_1m_csv_s", "rescore_10m_parquet_s", "ingest_rows_per_s",
-        "page_rerun_s", "cold_start_s", "dashboard_rss_mb", "client_cpu_ms_per_request")
+        "page_rerun_s", "cold_start_s", "dashboard_rss_mb", "client_cpu_ms_per_request", "watch_cpu_pct_100_targets")
 
 
 def test_quick_run_prints_every_documented_figure(tmp_path):

@@ -1,0 +1,135 @@
+"""``python -m analysis drift|ab`` — production acceptance against the benchmark, and A/B readouts.
+
+``drift`` prints, per segment × config, production acceptance (windows with intervals), the benchmark's
+expectation, the gap and the drift decision; exit 3 when a segment's winner changed (as ``compare``).
+``ab --a TARGET --b TARGET`` (or ``--segment S`` with exactly two targets in it) prints the A/B readout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+
+from analysis.production.ab import METRICS as AB_METRICS
+from ingest.errors import UsageError
+
+EXIT_CHANGED = 3
+
+
+def _time(text: str | None, flag: str) -> datetime | None:
+    if text is None:
+        return None
+    from ingest.watch.cli import parse_time
+
+    return datetime.fromtimestamp(parse_time(text, flag), UTC).replace(tzinfo=None)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--segment", action="append", default=[], help="segment(s) to read (repeatable; default all)")
+    p.add_argument("--since", default=None, metavar="T", help="ISO 8601 or unix seconds")
+    p.add_argument("--until", default=None, metavar="T")
+
+
+def drift_args(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--window", type=float, default=3600.0, metavar="S", help="window length in seconds (3600)")
+    p.add_argument("--metric", default="output_throughput", choices=["output_throughput", "p99_e2e_ms", "goodput"])
+    p.add_argument("--concurrency", type=float, default=None, help="load per server (default: the store's middle)")
+
+
+def drift(args: argparse.Namespace) -> int:
+    from analysis.__main__ import _open
+    from analysis.production.drift import DriftOptions
+    from analysis.production.report import ProductionQuery, production_report
+
+    if not 1 <= args.window <= 366 * 86_400:
+        raise UsageError(f"--window must be between 1 s and a year, got {args.window:g}")
+    if args.concurrency is not None and not 0 < args.concurrency < 1e6:
+        raise UsageError(f"--concurrency must be a positive number, got {args.concurrency:g}")
+    q = ProductionQuery(segments=tuple(args.segment), since=_time(args.since, "--since"),
+                        until=_time(args.until, "--until"), window_s=args.window)
+    with _open(args) as con:
+        if args.segment:
+            from analysis.production.load import segment_names
+
+            known = segment_names(con)
+            unknown = [s for s in args.segment if s not in known]
+            if unknown:
+                hint = f"; known: {', '.join(known[:10])}" if known else "; the store has no watch samples"
+                raise UsageError(f"--segment {unknown[0]!r}: no such segment{hint}")
+        doc = production_report(con, q, DriftOptions(metric=args.metric, concurrency=args.concurrency))
+    if args.json:
+        print(json.dumps(doc, default=str))
+    else:
+        print_drift(doc)
+    return EXIT_CHANGED if doc["changed"] else 0
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.1f}%"
+
+
+def print_drift(doc: dict) -> None:
+    for s in doc["segments"]:
+        p, b = s["production"], s.get("benchmark")
+        rate = "n/a" if p["acceptance_rate"] is None else f"{p['acceptance_rate']:.3f}"
+        exp = "no benchmark" if not b else (f"benchmark {b['acceptance_rate']:.3f} [{b['band'][0]:.3f}, "
+                                            f"{b['band'][1]:.3f}] ({b['provenance']})")
+        print(f"{s['segment']}: {s['method']}:{s['depth']} on {s['family']}/{s['gpu']}/{s['workload']}  "
+              f"acceptance {rate} vs {exp}, gap {_pct(s.get('gap_pct'))}")
+        rec = s.get("recommendation")
+        if s["status"] == "winner_changed":
+            print(f"  WINNER CHANGED: {rec['method']}:{rec['depth']} now wins clearly "
+                  f"({_pct(rec['gain_vs_deployed_pct'])} vs deployed)  {rec['vllm_args']}")
+        elif rec:
+            verdict = "clear" if rec["clear"] else "tie"
+            print(f"  no change: best {rec['method']}:{rec['depth']} ({verdict})")
+        else:
+            print(f"  {s['status']}: {s.get('why', '')}")
+    for w in doc["warnings"]:
+        print(f"warning: {w}")
+
+
+def ab_args(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--a", default=None, metavar="TARGET")
+    p.add_argument("--b", default=None, metavar="TARGET")
+    p.add_argument("--metric", default="p99_tpot_ms", choices=list(AB_METRICS))
+    p.add_argument("--block", type=float, default=60.0, metavar="S", help="pairing block in seconds (60)")
+    p.add_argument("--margin-pct", type=float, default=2.0, help="practical-equivalence margin (2 %%)")
+
+
+def ab(args: argparse.Namespace) -> int:
+    from analysis.__main__ import _open
+    from analysis.production.ab import ABOptions
+    from analysis.production.report import ab_report
+
+    if not 1 <= args.block <= 86_400:
+        raise UsageError(f"--block must be between 1 s and a day, got {args.block:g}")
+    if not 0 <= args.margin_pct < 100:
+        raise UsageError(f"--margin-pct must be in [0, 100), got {args.margin_pct:g}")
+    if (args.a is None) != (args.b is None):
+        raise UsageError("give both --a and --b, or --segment with two targets")
+    if args.a is None and len(args.segment) != 1:
+        raise UsageError("give --a TARGET --b TARGET, or one --segment whose two targets to compare")
+    with _open(args) as con:
+        doc = ab_report(con, tuple(args.segment), args.a, args.b, _time(args.since, "--since"),
+                        _time(args.until, "--until"), ABOptions(metric=args.metric, block_s=args.block,
+                                                                 margin_pct=args.margin_pct))
+    if args.json:
+        print(json.dumps(doc, default=str))
+        return 0
+    a, b = doc["a"], doc["b"]
+    print(f"A/B on {doc['metric']} over {doc.get('blocks', 0)} block(s): {a['target']} vs {b['target']}")
+    for arm in (a, b):
+        m = arm.get("metrics", {}).get(doc["metric"], {})
+        print(f"  {arm['target']:<28} {arm.get('method')}:{arm.get('depth')}  {m.get('value')}  95% {m.get('ci')}")
+    if doc["verdict"] == "winner":
+        print(f"winner: {doc['winner']} by {doc['gain_pct']:.1f}% (difference 95% {doc['difference_ci']})")
+    elif doc["verdict"] == "tie":
+        print(f"tie: difference 95% {doc['difference_ci']} includes zero or is within {doc['margin_pct']:g}%")
+    else:
+        print(f"too early: {doc.get('why')}")
+    return 0
+

@@ -1,0 +1,113 @@
+"""Production: acceptance by traffic segment over time, collected by ``python -m ingest watch``, against the
+benchmark's expectation for what the segment runs; restarts and config changes annotated; the current
+recommendation per segment (re-scored with its production acceptance); an A/B readout when two targets
+serve the segment."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+from dashboard import data, export, production_chart, widgets
+from dashboard.state import Param
+
+PAGE = "production"
+WINDOWS = (60, 300, 900, 3600, 21_600, 86_400)
+AB_BLOCKS = (5, 10, 60, 300)
+AB_METRICS = ("p99_tpot_ms", "p99_ttft_ms", "p99_e2e_ms", "acceptance_rate", "output_throughput_per_gpu")
+
+
+def _window_label(s: int) -> str:
+    return f"{s // 60} min" if s < 3600 else f"{s // 3600} h"
+
+
+st.title("Production")
+segments = data.production_segments(data.db_path(), data.stamp())
+if not segments:
+    st.info("No production samples yet. Collect them with `python -m ingest watch TARGETS.toml` "
+            "(vLLM /metrics URLs or a Prometheus server; see docs/watch.md).")
+    st.stop()
+
+params = [
+    widgets.p_one("seg", "Segment", segments, segments[0]),
+    Param("win", "one", 3600, WINDOWS, label="Window", format_func=_window_label),
+    widgets.p_bool("pos", "Per-position rates"),
+    Param("abm", "one", AB_METRICS[0], AB_METRICS, label="A/B metric"),
+    Param("abblock", "one", 60, AB_BLOCKS, label="A/B pairing block", format_func=lambda s: f"{s} s"),
+]
+v = widgets.setup(PAGE, params)
+seg, win = v["seg"], int(v["win"])
+doc = data.production_doc(data.db_path(), data.stamp(), seg, float(win))
+fr = data.production_frames(doc)
+recs = fr["recommendations"]
+simulated = any(bool(s.get("benchmark") and s["benchmark"].get("simulated")) for s in doc["segments"])
+if simulated:
+    st.warning("The benchmark expectation for this segment comes from **simulated** cells (backend `sim`); "
+               "production acceptance is measured by your servers.", icon=":material/science:")
+st.caption("Acceptance rate = accepted / drafted tokens per window, from the servers' own counter deltas "
+           "(vLLM's definition); error bars: 95 % bootstrap over scrape intervals. Grey band: the benchmark's "
+           "acceptance for the same family, method, depth and workload. Red rules: restarts; purple: config changes.")
+
+st.subheader("Current recommendation")
+for s in doc["segments"]:
+    rec = s.get("recommendation")
+    if s["status"] == "winner_changed":
+        st.error(f"**{s['segment']}** runs {s['method']}:{s['depth']}; with its production acceptance "
+                 f"**{rec['method']}:{rec['depth']}** now wins clearly ({rec['gain_vs_deployed_pct']:+.1f} % vs "
+                 f"running). Deploy: `{rec['vllm_args']}`", icon=":material/notifications_active:")
+    elif rec:
+        st.success(f"**{s['segment']}** ({s['method']}:{s['depth']}): no change — best is "
+                   f"{rec['method']}:{rec['depth']} ({'clear' if rec['clear'] else 'tie'}).")
+    else:
+        st.info(f"**{s['segment']}**: {s['status'].replace('_', ' ')} — {s.get('why', '')}")
+st.dataframe(recs, hide_index=True)
+name = export.slug(PAGE, seg, _window_label(win))
+export.buttons(None, recs, name + "_recommendations", f"{PAGE}.recs")
+
+for s in doc["segments"]:
+    config = f"{s['method']}:{s['depth']}"
+    wf = fr["windows"].filter(fr["windows"]["config"] == config)
+    notes = fr["annotations"]
+    title = f"Acceptance · {seg} · {config} · {_window_label(win)} windows"
+    st.subheader(title)
+    chart = partial(production_chart.acceptance_over_time, wf, notes, s["method"] or "")
+    st.vega_lite_chart(production_chart.finished(chart(), "").to_dict(validate=False), width="content",
+                       key=f"{PAGE}.acc.{config}")
+    export.buttons(lambda chart=chart, title=title: production_chart.finished(chart(), title, export=True), wf,
+                   export.slug(name, config), f"{PAGE}.acc.{config}")
+    if v["pos"]:
+        pf = fr["positions"].filter(fr["positions"]["config"] == config)
+        ptitle = f"Per-position acceptance · {seg} · {config}"
+        st.markdown(f"**{ptitle}**")
+        st.vega_lite_chart(production_chart.finished(production_chart.positions_over_time(pf), "").to_dict(
+            validate=False), width="content", key=f"{PAGE}.pos.{config}")
+        export.buttons(lambda pf=pf, ptitle=ptitle: production_chart.finished(
+            production_chart.positions_over_time(pf), ptitle, export=True), pf, export.slug(name, config, "positions"),
+            f"{PAGE}.pos.{config}")
+if fr["annotations"].height:
+    st.markdown("**Restarts and config changes**")
+    st.dataframe(fr["annotations"], hide_index=True)
+
+ab = data.production_ab(data.db_path(), data.stamp(), seg, v["abm"], float(v["abblock"]))
+if ab is not None:
+    st.subheader(f"A/B · {ab['a']['target']} vs {ab['b']['target']}")
+    verdict = ab["verdict"]
+    if verdict == "winner":
+        st.markdown(f"**Winner: {ab['winner']}** by {ab['gain_pct']:.1f} % on {ab['metric']} "
+                    f"(difference 95 %: {ab['difference_ci']}; {ab['blocks']} paired blocks of {ab['block_s']:g} s).")
+    elif verdict == "tie":
+        st.markdown(f"**Tie** on {ab['metric']}: the difference's 95 % interval {ab['difference_ci']} includes zero "
+                    f"or lies within {ab['margin_pct']:g} %.")
+    else:
+        st.markdown(f"**Too early to tell**: {ab.get('why')}")
+    arms = data.ab_frame(ab)
+    if arms.height:
+        abt = f"A/B · {ab['metric']} · {seg}"
+        st.vega_lite_chart(production_chart.finished(production_chart.ab_chart(arms, ab["metric"]), "").to_dict(
+            validate=False), width="content", key=f"{PAGE}.ab")
+        export.buttons(lambda: production_chart.finished(production_chart.ab_chart(arms, ab["metric"]), abt,
+                                                         export=True), arms, export.slug(name, "ab"), f"{PAGE}.ab")
+for w in doc["warnings"]:
+    st.caption(f"⚠ {w}")
+widgets.finish(PAGE, params)

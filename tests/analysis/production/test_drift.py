@@ -1,0 +1,90 @@
+"""The drift decision on the default store: a constructed drift that changes the winner is flagged (exit 3),
+one that does not is not; the benchmark expectation and the gap are reported with their provenance."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis.production.report import ProductionQuery, production_report
+from ingest import sql, store
+from tests.analysis.production import fleet
+from tests.conftest import cli
+
+
+@pytest.fixture(scope="module")
+def drift_db(default_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("drift") / "s.duckdb"
+    shutil.copy(default_db, db)
+    with store.session(db, read_only=True) as con:
+        bench = sql.one(con, "SELECT avg(acceptance_rate) FROM cells WHERE family = 'Kimi' AND gpu = 'MI355X' "
+                             "AND workload = 'code' AND method = 'mtp' AND depth = 3")[0]
+    for name, rate in (("same", bench), ("low", bench * 0.3)):
+        t = fleet.target(name, f"seg-{name}", "Kimi", "mtp", 3, "MI355X", "code")
+        fleet.write(db, fleet.series(t, rate, seed=1))
+    return db
+
+
+def test_a_drift_that_changes_the_winner_is_flagged_and_one_that_does_not_is_not(drift_db: Path) -> None:
+    with store.session(drift_db, read_only=True) as con:
+        doc = production_report(con, ProductionQuery(window_s=300))
+    seg = {s["segment"]: s for s in doc["segments"]}
+    same, low = seg["seg-same"], seg["seg-low"]
+    assert same["status"] == "no_change" and abs(same["gap_pct"]) < 10
+    assert (same["at_production_acceptance"]["method"], same["at_production_acceptance"]["depth"]) == (
+        same["at_benchmark_acceptance"]["method"], same["at_benchmark_acceptance"]["depth"])
+    assert low["status"] == "winner_changed" and low["gap_pct"] < -50 and low["outside_band"]
+    rec, before = low["recommendation"], low["at_benchmark_acceptance"]
+    assert rec["clear"] and (rec["method"], rec["depth"]) != (before["method"], before["depth"])
+    assert low["benchmark"]["provenance"] == "simulated" and low["simulated"]
+    assert doc["changed"] == ["seg-low"]
+    assert len(low["windows"]) >= 2 and all(w["acceptance_rate"] < 0.3 for w in low["windows"])
+
+
+def test_drift_cli_exits_3_only_when_a_winner_changed(drift_db: Path) -> None:
+    changed = cli("analysis", "drift", "--db", str(drift_db), "--json")
+    assert changed.returncode == 3, changed.stderr
+    assert json.loads(changed.stdout)["changed"] == ["seg-low"]
+    fine = cli("analysis", "drift", "--segment", "seg-same", "--db", str(drift_db))
+    assert fine.returncode == 0, fine.stderr
+    assert "seg-same: mtp:3 on Kimi/MI355X/code" in fine.stdout and "no change" in fine.stdout
+    bad = cli("analysis", "drift", "--segment", "nope", "--db", str(drift_db))
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --segment 'nope': no such segment")
+
+
+def test_production_nightly_script_watches_drifts_and_alerts(drift_db: Path, tmp_path: Path) -> None:
+    """deploy/nightly/spectune-production.sh: a watch round (a dead target is only a warning), the drift report,
+    the alert on exit 3; a store without the drifted segment is quiet (exit 0)."""
+    import os
+    import subprocess
+
+    from tests.conftest import REPO
+
+    db = tmp_path / "p.duckdb"
+    shutil.copy(drift_db, db)
+    targets = tmp_path / "targets.toml"
+    targets.write_text('timeout_s = 1\n[[target]]\nname = "gone"\nurl = "http://127.0.0.1:9/metrics"\n'
+                       'segment = "elsewhere"\n')
+    reports, alerts = tmp_path / "reports", tmp_path / "alert.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECTUNE_HOME": str(REPO), "SPECTUNE_DB": str(db),
+           "SPECTUNE_TARGETS": str(targets), "SPECTUNE_REPORTS": str(reports), "SPECTUNE_PRODUCTION_SINCE": "0",
+           "SPECTUNE_ALERT_CMD": f'cp "$SPECTUNE_DRIFT_JSON" {alerts}'}
+    script = REPO / "deploy" / "nightly" / "spectune-production.sh"
+    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 3, res.stdout + res.stderr
+    latest = reports / "production-latest"
+    doc = json.loads((latest / "production.json").read_text())
+    assert doc["changed"] == ["seg-low"] and json.loads(alerts.read_text()) == doc
+    assert "WINNER CHANGED" in (latest / "production.txt").read_text()
+    watch = json.loads((latest / "watch.json").read_text())
+    assert watch["targets"][0]["failed_rounds"] == 1 and "gone" in (latest / "watch.err").read_text()
+    with store.session(db) as con:
+        con.execute("DELETE FROM watch_samples WHERE segment = 'seg-low'")
+    alerts.unlink()
+    quiet = subprocess.run(["bash", str(script)], env={**env, "SPECTUNE_TARGETS": ""}, capture_output=True,
+                           text=True, timeout=600)
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert not alerts.exists()
