@@ -8,6 +8,9 @@ Integer keys use ``autoincrement=False`` because duckdb-engine would otherwise e
 from __future__ import annotations
 
 from sqlalchemy import (
+    ARRAY,
+    JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -72,6 +75,14 @@ cells = Table(
     Column("accepted_tokens", Double),
     Column("acceptance_rate", Double),
     Column("acceptance_length", Double),
+    # Where a measured cell's acceptance comes from: per-request (vLLM's per-request spec-decode metrics, with
+    # bootstrap intervals) or counters (/metrics deltas only, no interval); null without speculation.
+    Column("acceptance_source", String),
+    # Why the per-request sums disagree with the /metrics counter deltas (null: they agree, or no check ran).
+    Column("acceptance_suspect", String),
+    Column("acceptance_checked", Boolean),  # the cross-check ran (both sources present)
+    Column("schedule", String),  # JSON [[start, end, K], ...]: num_speculative_tokens_per_batch_size, else null
+    Column("synthetic_rates", String),  # JSON per-position rates of a synthetic-acceptance cost cell, else null
     Column("output_throughput", Double),
     Column("output_throughput_per_gpu", Double),
     Column("request_throughput", Double),
@@ -88,6 +99,8 @@ positions = Table(
     Column("cell_id", String, primary_key=True),
     Column("position", SmallInteger, primary_key=True, autoincrement=False),  # 1-based draft position
     Column("acceptance", Double, nullable=False),  # r_i = accepted at position i / drafts
+    Column("ci_low", Double),  # 95 % bootstrap interval over requests (per-request acceptance only)
+    Column("ci_high", Double),
 )
 
 requests = Table(
@@ -103,6 +116,11 @@ requests = Table(
     Column("start_s", Double),
     Column("drafted_tokens", Double),
     Column("accepted_tokens", Double),
+    Column("spec_steps", Integer),
+    # Lists (DuckDB/PostgreSQL arrays; JSON text where a database has no array type)
+    Column("accepted_per_pos", ARRAY(BigInteger).with_variant(JSON(), "sqlite")),
+    Column("step_accepted", ARRAY(Integer).with_variant(JSON(), "sqlite")),
+    Column("step_drafted", ARRAY(Integer).with_variant(JSON(), "sqlite")),
     Column("ok", Boolean),
     Column("error", String),
 )
