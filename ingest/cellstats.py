@@ -112,6 +112,9 @@ def derive(
         source = "per-request"
     v["drafts"], v["draft_tokens"], v["accepted_tokens"] = drafts, draft_tokens, accepted
     v["acceptance_source"] = source if accepted is not None else None
+    if counters is not None and depth > 0:
+        v["counter_drafts"], v["counter_draft_tokens"] = counters.drafts, counters.draft_tokens
+        v["counter_accepted_tokens"] = counters.accepted_tokens
     v["acceptance_checked"], v["acceptance_suspect"] = cross_check(requests, sums, counters) if depth > 0 else (
         None, None)
     v["acceptance_rate"] = accepted / draft_tokens if draft_tokens else None

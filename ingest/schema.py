@@ -81,6 +81,11 @@ cells = Table(
     # Why the per-request sums disagree with the /metrics counter deltas (null: they agree, or no check ran).
     Column("acceptance_suspect", String),
     Column("acceptance_checked", Boolean),  # the cross-check ran (both sources present)
+    # The /metrics counter deltas over the cell's window, kept beside the per-request sums they were checked
+    # against (drafts/draft_tokens/accepted_tokens above are the sums when acceptance_source is per-request).
+    Column("counter_drafts", Double),
+    Column("counter_draft_tokens", Double),
+    Column("counter_accepted_tokens", Double),
     Column("schedule", String),  # JSON [[start, end, K], ...]: num_speculative_tokens_per_batch_size, else null
     Column("synthetic_rates", String),  # JSON per-position rates of a synthetic-acceptance cost cell, else null
     Column("output_throughput", Double),

@@ -90,8 +90,8 @@ class VllmBackend:
                                  f"{len(matrix.server_configs())} server configs")
             check_endpoint(self.endpoint, matrix.server_configs()[0])
         elif self.host_checks:
-            check_launch(matrix)
             check_synthetic(matrix)
+            check_launch(matrix)
         self.run_dir = Path(runs_dir) / slug(run_id)
         self.reaped = pidfile.reap(self.run_dir) if self.run_dir.is_dir() else []
         if self.host_checks and not self.endpoint and matrix.port is not None and port_in_use(matrix.port):
