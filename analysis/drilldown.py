@@ -34,6 +34,7 @@ def candidates(con: duckdb.DuckDBPyConnection, group: Group, metric: str, base: 
     """Every (method, depth) of the group with value, interval and rank (1 = best point estimate)."""
     m = get_metric(metric)
     cells, _ = metric_values(con, group.filters(base), metric, slo)
+    cells = cells.filter(pl.col("synthetic_rates").is_null())  # cost cells at a given acceptance: not candidates
     cells = cells.select("method", "depth", "value", "ci_low", "ci_high", "acceptance_length",
                          "acceptance_rate", "output_throughput", "p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms",
                          "n_requests", "acceptance_source", "acceptance_suspect", "backend", "run_id", "cell_id")
