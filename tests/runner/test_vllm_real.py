@@ -57,11 +57,11 @@ def test_cpu_smoke_matrix_against_real_vllm(vllm_env: dict[str, str], tmp_path: 
         n_req = sql.one(con, "SELECT count(*) FROM requests WHERE ok")[0]
         run = sql.frame(con, "SELECT * FROM runs").row(0, named=True)
         positions = sql.frame(con, "SELECT position, acceptance, ci_low, ci_high FROM positions ORDER BY position")
-        req_sums = sql.frame(con, "SELECT sum(drafted_tokens) AS drafted, sum(accepted_tokens) AS accepted, "
-                                  "count(spec_steps) AS with_metrics FROM requests JOIN cells USING (run_id, cell_id) "
-                                  "WHERE method = 'ngram'").row(0, named=True)
-        none_spec_rows = sql.one(con, "SELECT count(spec_steps) FROM requests JOIN cells USING (run_id, cell_id) "
-                                      "WHERE method = 'none'")[0]
+        req_sums = sql.frame(con, "SELECT sum(q.drafted_tokens) AS drafted, sum(q.accepted_tokens) AS accepted, "
+                                  "count(q.spec_steps) AS with_metrics FROM requests q JOIN cells c "
+                                  "USING (run_id, cell_id) WHERE c.method = 'ngram'").row(0, named=True)
+        none_spec_rows = sql.one(con, "SELECT count(q.spec_steps) FROM requests q JOIN cells c USING (run_id, cell_id) "
+                                      "WHERE c.method = 'none'")[0]
     ngram, none = cells["ngram"], cells["none"]
     assert ngram["drafts"] > 0 and ngram["draft_tokens"] > 0 and ngram["accepted_tokens"] > 0
     assert 0 < ngram["acceptance_rate"] <= 1 and 1 < ngram["acceptance_length"] <= 1 + 3
