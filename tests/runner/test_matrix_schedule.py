@@ -6,6 +6,7 @@ starts, with vLLM's own reason."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,17 @@ def test_synthetic_acceptance_is_refused_on_this_cpu_host_before_anything_starts
                             'synthetic_acceptance_length = 2.5 }')
     with pytest.raises(InputError, match=r"methods\.ngram\.extra: synthetic acceptance"):
         check_synthetic(load_matrix(extra), gpu_model="cpu")
+
+
+def test_the_simulator_refuses_a_schedule_cell_rather_than_simulating_another_server(tmp_path: Path) -> None:
+    path = tmp_path / "sim.toml"
+    text = BASE.format(method="depths = [3]\nschedule = [[1, 8, 5], [9, 64, 3]]", run="")
+    text = text.replace('gpus = ["cpu"]', 'gpus = ["MI300X"]')
+    path.write_text(text.replace('[families.F]\nmodel = "m"', '[families.Gemma]\nmodel = "google/gemma-4-31B-it"'))
+    res = cli("runner", "run", "--matrix", str(path), "--backend", "sim", "--db", str(tmp_path / "s.duckdb"),
+              "--json")
+    summary = json.loads(res.stdout)
+    assert summary["cells_ok"] == 4 and summary["cells_failed"] == 2
+    for f in summary["failures"]:
+        assert f["cell"].startswith("Gemma/ngram:schedule(1-8:5,9-64:3)@MI300X")
+        assert "the simulator does not model" in f["error"]
