@@ -81,6 +81,9 @@ def _winners(args: argparse.Namespace) -> int:
         verdict = "clear" if c["clear"] else "tie: " + ", ".join(f"{t['method']}:{t['depth']}" for t in c["tied"])
         print(f"{c['gpu']:<7} {c['family']:<8} {c['workload']:<10} c={c['concurrency']:<4} "
               f"{w['method']}:{w['depth']:<2} {w['value']:>10.3f}  {verdict}")
+        for cand in c["top3"]:  # a suspect acceptance is said wherever its cell is shown
+            if cand.get("acceptance_suspect"):
+                print(f"  acceptance suspect ({cand['method']}:{cand['depth']}): {cand['acceptance_suspect']}")
     return 0
 
 

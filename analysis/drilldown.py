@@ -34,11 +34,18 @@ def candidates(con: duckdb.DuckDBPyConnection, group: Group, metric: str, base: 
     """Every (method, depth) of the group with value, interval and rank (1 = best point estimate)."""
     m = get_metric(metric)
     cells, _ = metric_values(con, group.filters(base), metric, slo)
+    cells = cells.filter(pl.col("synthetic_rates").is_null())  # cost cells at a given acceptance: not candidates
     cells = cells.select("method", "depth", "value", "ci_low", "ci_high", "acceptance_length",
                          "acceptance_rate", "output_throughput", "p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms",
-                         "n_requests", "backend", "run_id", "cell_id")
+                         "n_requests", "acceptance_source", "acceptance_suspect", "backend", "run_id", "cell_id")
     ranked = cells.sort("value", descending=m.higher_is_better, nulls_last=True)
     return ranked.with_row_index("rank", offset=1)
+
+
+def suspects(ranked: pl.DataFrame) -> list[tuple[str, str]]:
+    """(candidate label, reason) for every candidate whose per-request acceptance disagreed with its counters."""
+    rows = ranked.filter(pl.col("acceptance_suspect").is_not_null()).iter_rows(named=True)
+    return [(f"{r['method']}:{r['depth']}", str(r["acceptance_suspect"])) for r in rows]
 
 
 def positions(con: duckdb.DuckDBPyConnection, group: Group, base: frames.Filters | None = None) -> pl.DataFrame:

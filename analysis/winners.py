@@ -10,6 +10,7 @@ tie and names the tied set. Candidates without replicates cannot be beaten clear
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import duckdb
@@ -91,8 +92,17 @@ def _interval_list(reps: np.ndarray, n: int, level: float = LEVEL) -> list[tuple
 
 
 def _cand(row: dict, value: float, ival: tuple[float, float]) -> dict:
-    return {"method": row["method"], "depth": int(row["depth"]), "value": _num(value),
-            "ci_low": _num(ival[0]), "ci_high": _num(ival[1])}
+    out = {"method": row["method"], "depth": int(row["depth"]), "value": _num(value),
+           "ci_low": _num(ival[0]), "ci_high": _num(ival[1]), **acceptance_labels(row)}
+    if row.get("schedule"):
+        out["schedule"] = json.loads(row["schedule"])
+    return out
+
+
+def acceptance_labels(row: dict) -> dict:
+    """Where a candidate's acceptance came from (per-request | counters | null) and, when the per-request sums
+    disagreed with the /metrics counters, why (``acceptance_suspect``; null otherwise)."""
+    return {"acceptance_source": row.get("acceptance_source"), "acceptance_suspect": row.get("acceptance_suspect")}
 
 
 def _num(x: float) -> float | None:
@@ -123,6 +133,8 @@ def winners(
     """The winner of every group under the filters, as the CLI's JSON document (DESIGN contract)."""
     m = get_metric(metric)
     cells = frames.cells(con, f or frames.Filters())
+    # A synthetic-acceptance cell measured step cost at a given acceptance, not the method: it never wins.
+    cells = cells.filter(pl.col("synthetic_rates").is_null())
     if m.name == "goodput":
         values, reps = goodput_frame(con, cells, slo_ttft_ms, slo_tpot_ms)
     else:

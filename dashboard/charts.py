@@ -77,7 +77,9 @@ def winner_rows(doc: dict) -> pl.DataFrame:
             head = " ≈ ".join(tied[:2]) + (f" +{len(tied) - 2}" if len(tied) > 2 else "")
             label = f"TIE\n{head}\n{gain_txt}"
         top = [f"{cand(t['method'], t['depth'])}: {_fmt(t['value'], d)} "
-               f"[{_fmt(t['ci_low'], d)}, {_fmt(t['ci_high'], d)}]" for t in c["top3"]]
+               f"[{_fmt(t['ci_low'], d)}, {_fmt(t['ci_high'], d)}]"
+               + (f" (acceptance suspect: {t['acceptance_suspect']})" if t.get("acceptance_suspect") else "")
+               for t in c["top3"]]
         rows.append({
             "gpu": c["gpu"], "family": c["family"], "workload": c["workload"], "concurrency": c["concurrency"],
             "method": w["method"], "depth": w["depth"], "value": w["value"], "gain_vs_none_pct": gain,

@@ -12,7 +12,7 @@ from functools import partial
 import streamlit as st
 
 from analysis.cellvalues import Slo
-from analysis.drilldown import Group
+from analysis.drilldown import Group, suspects
 from analysis.frames import Filters
 from dashboard import charts, data, export, state
 from dashboard.state import Param
@@ -72,6 +72,8 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
         text = (f"clear winner **{charts.cand(w['method'], w['depth'])}**" if verdict["clear"] else
                 "**tie** between " + ", ".join(charts.cand(t["method"], t["depth"]) for t in verdict["tied"]))
         st.markdown(f"**{gpu} · {family} · {workload} · concurrency {concurrency}** — {text}")
+    for label, reason in suspects(ranked):
+        st.warning(f"Acceptance of {label} is suspect: {reason}")
     name = export.slug(page, "detail", metric, gpu, family, workload, f"c{concurrency}")
     where = f"{gpu} · {family} · {workload} · concurrency {concurrency}"  # an exported chart says which cell
     sim = bool(doc.get("simulated"))

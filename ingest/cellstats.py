@@ -3,8 +3,11 @@
 Every writer (sim runner, vLLM runner, importers) goes through here, so every row in ``cells`` follows
 the same definitions — vLLM's own (see docs/metrics.md):
 
-* acceptance rate  = accepted draft tokens / drafted tokens (counter deltas over the cell)
-* acceptance length τ = 1 + accepted / drafts; per-position r_i = accepted_at_i / drafts
+* acceptance rate  = accepted draft tokens / drafted tokens — from vLLM's per-request spec-decode metrics
+  summed over the cell's requests when every successful request carries them (``acceptance_source`` =
+  per-request, with bootstrap intervals and a cross-check against the counters), else the /metrics counter
+  deltas over the cell (``counters``, no interval)
+* acceptance length τ = 1 + accepted / drafts (verify steps); per-position r_i = accepted_at_i / drafts
 * output throughput = output tokens of successful requests / measured window (s)
 * TPOT = (e2e − TTFT)/(output tokens − 1); p50/p90/p99 by linear interpolation (numpy's default,
   as ``vllm bench serve`` computes them)
@@ -92,14 +95,28 @@ def derive(
 
     positions: list[float] = []
     drafts = draft_tokens = accepted = None
-    if counters is not None and counters.drafts > 0:
+    source: str | None = None
+    sums = per_request_sums(ok) if depth > 0 else None
+    if sums is not None and sums.steps > 0:
+        drafts, draft_tokens, accepted = sums.steps, sums.drafted, sums.accepted
+        positions = [a / sums.steps for a in sums.accepted_per_pos]
+        source = "per-request"
+    elif counters is not None and counters.drafts > 0:
+        source = "counters"
         drafts, draft_tokens, accepted = counters.drafts, counters.draft_tokens, counters.accepted_tokens
         positions = [a / counters.drafts for a in counters.accepted_per_pos]
     elif depth > 0 and ok.height and ok["drafted_tokens"].null_count() < ok.height:
         draft_tokens = float(ok["drafted_tokens"].sum())
         accepted = float(ok["accepted_tokens"].sum())
         drafts = draft_tokens / depth if draft_tokens else None
+        source = "per-request"
     v["drafts"], v["draft_tokens"], v["accepted_tokens"] = drafts, draft_tokens, accepted
+    v["acceptance_source"] = source if accepted is not None else None
+    if counters is not None and depth > 0:
+        v["counter_drafts"], v["counter_draft_tokens"] = counters.drafts, counters.draft_tokens
+        v["counter_accepted_tokens"] = counters.accepted_tokens
+    v["acceptance_checked"], v["acceptance_suspect"] = cross_check(requests, sums, counters) if depth > 0 else (
+        None, None)
     v["acceptance_rate"] = accepted / draft_tokens if draft_tokens else None
     v["acceptance_length"] = 1.0 + accepted / drafts if drafts else None
     return CellMetrics(values=v, positions=positions)
@@ -275,6 +292,115 @@ def bootstrap_arrays(
     return out
 
 
+# ---- per-request acceptance (vLLM's per-request spec-decode metrics) -----------------------------------------
+
+@dataclass(slots=True)
+class AcceptanceSums:
+    """Per-request spec-decode metrics summed over a cell's successful requests."""
+
+    steps: int
+    drafted: int
+    accepted: int
+    accepted_per_pos: list[int]
+    requests: int
+
+
+def _spec_rows(ok: pl.DataFrame) -> pl.DataFrame | None:
+    """The successful requests' spec columns when every one carries per-request metrics, else None."""
+    if ok.height == 0 or "spec_steps" not in ok.columns or ok["spec_steps"].null_count() > 0:
+        return None
+    return ok.select("spec_steps", "drafted_tokens", "accepted_tokens", "accepted_per_pos")
+
+
+def _pos_matrix(rows: pl.DataFrame) -> np.ndarray:
+    """Requests × positions accepted counts (a request whose histogram is shorter has zeros beyond it)."""
+    lists = rows["accepted_per_pos"].to_list()
+    width = max((len(x) for x in lists if x), default=0)
+    out = np.zeros((len(lists), width))
+    for i, x in enumerate(lists):
+        if x:
+            out[i, : len(x)] = x
+    return out
+
+
+def per_request_sums(ok: pl.DataFrame) -> AcceptanceSums | None:
+    rows = _spec_rows(ok)
+    if rows is None:
+        return None
+    pos = _pos_matrix(rows).sum(axis=0)
+    return AcceptanceSums(steps=int(rows["spec_steps"].sum()), drafted=int(rows["drafted_tokens"].fill_null(0).sum()),
+                          accepted=int(rows["accepted_tokens"].fill_null(0).sum()),
+                          accepted_per_pos=[int(x) for x in pos], requests=rows.height)
+
+
+def cross_check(requests: pl.DataFrame, sums: AcceptanceSums | None, counters: SpecCounters | None
+                ) -> tuple[bool | None, str | None]:
+    """(checked, suspect reason): the per-request sums against the /metrics counter deltas of the same window.
+
+    They count the same verify steps (vLLM's scheduler feeds both), so they agree exactly — unless something
+    else ran on the server in the window (another client of an attached endpoint), a counter was reset, or some
+    requests' metrics went missing. Failed requests drafted without reporting: then the sums may only be lower.
+    No check (None, None) without both sources."""
+    if counters is None:
+        return None, None
+    ok = requests.filter(pl.col("ok").fill_null(True)) if requests.height else requests
+    have = int(ok["spec_steps"].is_not_null().sum()) if ok.height and "spec_steps" in ok.columns else 0
+    if sums is None:
+        if have == 0:
+            return None, None  # the server sent no per-request metrics at all: counters are the only source
+        return True, f"{ok.height - have} of {ok.height} successful requests carried no per-request metrics"
+    n_failed = requests.height - ok.height
+    pairs = [("verify steps", sums.steps, counters.drafts), ("drafted tokens", sums.drafted, counters.draft_tokens),
+             ("accepted tokens", sums.accepted, counters.accepted_tokens)]
+    width = max(len(sums.accepted_per_pos), len(counters.accepted_per_pos))
+    for i in range(width):
+        mine = sums.accepted_per_pos[i] if i < len(sums.accepted_per_pos) else 0
+        theirs = counters.accepted_per_pos[i] if i < len(counters.accepted_per_pos) else 0
+        pairs.append((f"accepted at position {i + 1}", mine, theirs))
+    # Counters are integers sent as floats: "beyond rounding" is any difference at all.
+    bad = [(what, a, b) for what, a, b in pairs if (a > b if n_failed else a != b)]
+    if not bad:
+        return True, None
+    what, a, b = bad[0]
+    more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
+    return True, (f"per-request {what} sum {a} != /metrics counter delta {b}{more}: another client on the "
+                  f"server, or a counter reset, during the cell?")
+
+
+def acceptance_replicates(requests: pl.DataFrame, seed: int, replicates: int = BOOTSTRAP_REPLICATES
+                          ) -> dict[str, np.ndarray] | None:
+    """Poisson-bootstrap replicates over requests of acceptance rate, length and each per-position rate
+    (``positions``: replicates × k), from per-request spec-decode metrics; None without them."""
+    ok = requests.filter(pl.col("ok").fill_null(True)) if requests.height else requests
+    rows = _spec_rows(ok)
+    if rows is None or int(rows["spec_steps"].sum()) == 0:
+        return None
+    rng = np.random.default_rng(seed ^ 0x5EC)  # its own stream: the other metrics' replicates stay as they were
+    w = poisson1(rng, (rows.height, replicates)).astype(np.float64)
+    steps = rows["spec_steps"].cast(pl.Float64).to_numpy()
+    drafted = rows["drafted_tokens"].cast(pl.Float64).fill_null(0.0).to_numpy()
+    accepted = rows["accepted_tokens"].cast(pl.Float64).fill_null(0.0).to_numpy()
+    s_steps, s_drafted, s_acc = (np.einsum("n,nb->b", x, w) for x in (steps, drafted, accepted))
+    s_pos = np.einsum("nk,nb->bk", _pos_matrix(rows), w)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"acceptance_rate": s_acc / s_drafted, "acceptance_length": 1.0 + s_acc / s_steps,
+                "positions": s_pos / s_steps[:, None]}
+
+
+def position_intervals(requests: pl.DataFrame, seed: int, level: float = 0.95) -> list[tuple[float, float]]:
+    """Each per-position rate's percentile interval over the bootstrap (empty without per-request metrics)."""
+    reps = acceptance_replicates(requests, seed)
+    if reps is None:
+        return []
+    out = []
+    for col in reps["positions"].T:
+        col = col[np.isfinite(col)]
+        lo, hi = np.percentile(col, [(1 - level) / 2 * 100, (1 + level) / 2 * 100]) if col.size >= 10 else (
+            np.nan, np.nan)
+        out.append((float(lo), float(hi)))
+    return out
+
+
 def request_arrays(ok: pl.DataFrame) -> dict[str, np.ndarray]:
     """The float columns :func:`bootstrap_arrays` reads, from a frame of successful requests."""
     return {c: ok[c].cast(pl.Float64).fill_null(0.0 if c == "output_tokens" else np.nan).to_numpy()
@@ -290,8 +416,11 @@ def bootstrap(
         return {k: np.full(replicates, np.nan) for k in METRIC_KEYS}
     if "request_index" in ok.columns and not ok["request_index"].is_sorted():
         ok = ok.sort("request_index", maintain_order=True)  # replicates do not depend on the rows' order
-    return bootstrap_arrays(request_arrays(ok), metrics.values.get("output_throughput"), depth=depth, seed=seed,
-                            replicates=replicates)
+    out = bootstrap_arrays(request_arrays(ok), metrics.values.get("output_throughput"), depth=depth, seed=seed,
+                           replicates=replicates)
+    if depth > 0 and (acc := acceptance_replicates(ok, seed, replicates)) is not None:
+        out["acceptance_rate"], out["acceptance_length"] = acc["acceptance_rate"], acc["acceptance_length"]
+    return out
 
 
 def seed_for(cell_id: str) -> int:

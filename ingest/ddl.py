@@ -48,6 +48,14 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'accepted_tokens',
         'acceptance_rate',
         'acceptance_length',
+        'acceptance_source',
+        'acceptance_suspect',
+        'acceptance_checked',
+        'counter_drafts',
+        'counter_draft_tokens',
+        'counter_accepted_tokens',
+        'schedule',
+        'synthetic_rates',
         'output_throughput',
         'output_throughput_per_gpu',
         'request_throughput',
@@ -73,6 +81,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'cell_id',
         'position',
         'acceptance',
+        'ci_low',
+        'ci_high',
     ),
     'requests': (
         'run_id',
@@ -86,6 +96,10 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'start_s',
         'drafted_tokens',
         'accepted_tokens',
+        'spec_steps',
+        'accepted_per_pos',
+        'step_accepted',
+        'step_drafted',
         'ok',
         'error',
     ),
@@ -147,6 +161,240 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'cell_id',
         'cell_column',
     ),
+    'watch_samples': (
+        'target',
+        'ts',
+        'source',
+        'segment',
+        'family',
+        'method',
+        'depth',
+        'gpu',
+        'gpu_count',
+        'workload',
+        'drafts',
+        'draft_tokens',
+        'accepted_tokens',
+        'generation_tokens',
+        'prompt_tokens',
+        'requests_ok',
+        'process_start_s',
+    ),
+    'watch_positions': (
+        'target',
+        'ts',
+        'position',
+        'accepted',
+    ),
+    'watch_histograms': (
+        'target',
+        'ts',
+        'metric',
+        'le',
+        'count',
+    ),
+    'watch_events': (
+        'target',
+        'ts',
+        'kind',
+        'detail',
+    ),
+}
+
+# Column types as DuckDB spells them: what a store from before a column existed gets added.
+COLUMN_TYPES: dict[str, dict[str, str]] = {
+    'meta': {
+        'key': 'VARCHAR',
+        'value': 'VARCHAR',
+    },
+    'runs': {
+        'run_id': 'VARCHAR',
+        'started_at': 'TIMESTAMP WITHOUT TIME ZONE',
+        'finished_at': 'TIMESTAMP WITHOUT TIME ZONE',
+        'host': 'VARCHAR',
+        'gpu_model': 'VARCHAR',
+        'gpu_count': 'INTEGER',
+        'backend': 'VARCHAR',
+        'engine_version': 'VARCHAR',
+        'matrix_hash': 'VARCHAR',
+        'source': 'VARCHAR',
+        'file_hash': 'VARCHAR',
+        'importer': 'VARCHAR',
+        'notes': 'VARCHAR',
+    },
+    'cells': {
+        'run_id': 'VARCHAR',
+        'cell_id': 'VARCHAR',
+        'method': 'VARCHAR',
+        'depth': 'INTEGER',
+        'family': 'VARCHAR',
+        'model': 'VARCHAR',
+        'workload': 'VARCHAR',
+        'gpu': 'VARCHAR',
+        'concurrency': 'INTEGER',
+        'status': 'VARCHAR',
+        'error': 'VARCHAR',
+        'n_requests': 'INTEGER',
+        'n_failed': 'INTEGER',
+        'window_s': 'DOUBLE PRECISION',
+        'gpu_count': 'INTEGER',
+        'output_tokens': 'DOUBLE PRECISION',
+        'drafts': 'DOUBLE PRECISION',
+        'draft_tokens': 'DOUBLE PRECISION',
+        'accepted_tokens': 'DOUBLE PRECISION',
+        'acceptance_rate': 'DOUBLE PRECISION',
+        'acceptance_length': 'DOUBLE PRECISION',
+        'acceptance_source': 'VARCHAR',
+        'acceptance_suspect': 'VARCHAR',
+        'acceptance_checked': 'BOOLEAN',
+        'counter_drafts': 'DOUBLE PRECISION',
+        'counter_draft_tokens': 'DOUBLE PRECISION',
+        'counter_accepted_tokens': 'DOUBLE PRECISION',
+        'schedule': 'VARCHAR',
+        'synthetic_rates': 'VARCHAR',
+        'output_throughput': 'DOUBLE PRECISION',
+        'output_throughput_per_gpu': 'DOUBLE PRECISION',
+        'request_throughput': 'DOUBLE PRECISION',
+        'p50_ttft_ms': 'DOUBLE PRECISION',
+        'p90_ttft_ms': 'DOUBLE PRECISION',
+        'p99_ttft_ms': 'DOUBLE PRECISION',
+        'p50_tpot_ms': 'DOUBLE PRECISION',
+        'p90_tpot_ms': 'DOUBLE PRECISION',
+        'p99_tpot_ms': 'DOUBLE PRECISION',
+        'p50_itl_ms': 'DOUBLE PRECISION',
+        'p90_itl_ms': 'DOUBLE PRECISION',
+        'p99_itl_ms': 'DOUBLE PRECISION',
+        'p50_e2e_ms': 'DOUBLE PRECISION',
+        'p90_e2e_ms': 'DOUBLE PRECISION',
+        'p99_e2e_ms': 'DOUBLE PRECISION',
+        'mean_ttft_ms': 'DOUBLE PRECISION',
+        'mean_tpot_ms': 'DOUBLE PRECISION',
+        'mean_e2e_ms': 'DOUBLE PRECISION',
+        'written_at': 'TIMESTAMP WITHOUT TIME ZONE',
+    },
+    'positions': {
+        'run_id': 'VARCHAR',
+        'cell_id': 'VARCHAR',
+        'position': 'SMALLINT',
+        'acceptance': 'DOUBLE PRECISION',
+        'ci_low': 'DOUBLE PRECISION',
+        'ci_high': 'DOUBLE PRECISION',
+    },
+    'requests': {
+        'run_id': 'VARCHAR',
+        'cell_id': 'VARCHAR',
+        'request_index': 'INTEGER',
+        'input_tokens': 'INTEGER',
+        'output_tokens': 'INTEGER',
+        'ttft_ms': 'DOUBLE PRECISION',
+        'tpot_ms': 'DOUBLE PRECISION',
+        'e2e_ms': 'DOUBLE PRECISION',
+        'start_s': 'DOUBLE PRECISION',
+        'drafted_tokens': 'DOUBLE PRECISION',
+        'accepted_tokens': 'DOUBLE PRECISION',
+        'spec_steps': 'INTEGER',
+        'accepted_per_pos': 'BIGINT[]',
+        'step_accepted': 'INTEGER[]',
+        'step_drafted': 'INTEGER[]',
+        'ok': 'BOOLEAN',
+        'error': 'VARCHAR',
+    },
+    'cell_bootstrap': {
+        'run_id': 'VARCHAR',
+        'cell_id': 'VARCHAR',
+        'replicate': 'SMALLINT',
+        'output_throughput': 'DOUBLE PRECISION',
+        'p99_e2e_ms': 'DOUBLE PRECISION',
+        'p99_tpot_ms': 'DOUBLE PRECISION',
+        'p99_ttft_ms': 'DOUBLE PRECISION',
+        'acceptance_rate': 'DOUBLE PRECISION',
+        'acceptance_length': 'DOUBLE PRECISION',
+    },
+    'traces': {
+        'trace_id': 'VARCHAR',
+        'name': 'VARCHAR',
+        'format': 'VARCHAR',
+        'file_hash': 'VARCHAR',
+        'source_path': 'VARCHAR',
+        'created_at': 'TIMESTAMP WITHOUT TIME ZONE',
+        'requests': 'INTEGER',
+        'workload_mix': 'VARCHAR',
+        'workload_assignment': 'VARCHAR',
+    },
+    'trace_requests': {
+        'trace_id': 'VARCHAR',
+        'request_index': 'INTEGER',
+        'timestamp_s': 'DOUBLE PRECISION',
+        'input_tokens': 'INTEGER',
+        'output_tokens': 'INTEGER',
+        'workload': 'VARCHAR',
+        'shard': 'VARCHAR',
+        'drafted_tokens': 'DOUBLE PRECISION',
+        'accepted_tokens': 'DOUBLE PRECISION',
+    },
+    'published': {
+        'run_id': 'VARCHAR',
+        'line': 'INTEGER',
+        'source_url': 'VARCHAR',
+        'source_title': 'VARCHAR',
+        'published': 'VARCHAR',
+        'engine': 'VARCHAR',
+        'gpu': 'VARCHAR',
+        'gpu_count': 'INTEGER',
+        'model': 'VARCHAR',
+        'model_family': 'VARCHAR',
+        'moe': 'BOOLEAN',
+        'method': 'VARCHAR',
+        'depth': 'VARCHAR',
+        'workload': 'VARCHAR',
+        'dataset': 'VARCHAR',
+        'concurrency': 'VARCHAR',
+        'temperature': 'DOUBLE PRECISION',
+        'metric': 'VARCHAR',
+        'value': 'DOUBLE PRECISION',
+        'unit': 'VARCHAR',
+        'notes': 'VARCHAR',
+        'cell_id': 'VARCHAR',
+        'cell_column': 'VARCHAR',
+    },
+    'watch_samples': {
+        'target': 'VARCHAR',
+        'ts': 'TIMESTAMP WITHOUT TIME ZONE',
+        'source': 'VARCHAR',
+        'segment': 'VARCHAR',
+        'family': 'VARCHAR',
+        'method': 'VARCHAR',
+        'depth': 'INTEGER',
+        'gpu': 'VARCHAR',
+        'gpu_count': 'INTEGER',
+        'workload': 'VARCHAR',
+        'drafts': 'DOUBLE PRECISION',
+        'draft_tokens': 'DOUBLE PRECISION',
+        'accepted_tokens': 'DOUBLE PRECISION',
+        'generation_tokens': 'DOUBLE PRECISION',
+        'prompt_tokens': 'DOUBLE PRECISION',
+        'requests_ok': 'DOUBLE PRECISION',
+        'process_start_s': 'DOUBLE PRECISION',
+    },
+    'watch_positions': {
+        'target': 'VARCHAR',
+        'ts': 'TIMESTAMP WITHOUT TIME ZONE',
+        'position': 'SMALLINT',
+        'accepted': 'DOUBLE PRECISION',
+    },
+    'watch_histograms': {
+        'target': 'VARCHAR',
+        'ts': 'TIMESTAMP WITHOUT TIME ZONE',
+        'metric': 'VARCHAR',
+        'le': 'DOUBLE PRECISION',
+        'count': 'DOUBLE PRECISION',
+    },
+    'watch_events': {
+        'target': 'VARCHAR',
+        'ts': 'TIMESTAMP WITHOUT TIME ZONE',
+        'kind': 'VARCHAR',
+        'detail': 'VARCHAR',
+    },
 }
 
 DDL: tuple[str, ...] = (
@@ -187,6 +435,14 @@ DDL: tuple[str, ...] = (
         '\taccepted_tokens DOUBLE PRECISION, \n'
         '\tacceptance_rate DOUBLE PRECISION, \n'
         '\tacceptance_length DOUBLE PRECISION, \n'
+        '\tacceptance_source VARCHAR, \n'
+        '\tacceptance_suspect VARCHAR, \n'
+        '\tacceptance_checked BOOLEAN, \n'
+        '\tcounter_drafts DOUBLE PRECISION, \n'
+        '\tcounter_draft_tokens DOUBLE PRECISION, \n'
+        '\tcounter_accepted_tokens DOUBLE PRECISION, \n'
+        '\tschedule VARCHAR, \n'
+        '\tsynthetic_rates VARCHAR, \n'
         '\toutput_throughput DOUBLE PRECISION, \n'
         '\toutput_throughput_per_gpu DOUBLE PRECISION, \n'
         '\trequest_throughput DOUBLE PRECISION, \n'
@@ -222,6 +478,8 @@ DDL: tuple[str, ...] = (
         '\tcell_id VARCHAR NOT NULL, \n'
         '\tposition SMALLINT NOT NULL, \n'
         '\tacceptance DOUBLE PRECISION NOT NULL, \n'
+        '\tci_low DOUBLE PRECISION, \n'
+        '\tci_high DOUBLE PRECISION, \n'
         '\tPRIMARY KEY (run_id, cell_id, position)\n'
         ')'
     ),
@@ -266,6 +524,10 @@ DDL: tuple[str, ...] = (
         '\tstart_s DOUBLE PRECISION, \n'
         '\tdrafted_tokens DOUBLE PRECISION, \n'
         '\taccepted_tokens DOUBLE PRECISION, \n'
+        '\tspec_steps INTEGER, \n'
+        '\taccepted_per_pos BIGINT[], \n'
+        '\tstep_accepted INTEGER[], \n'
+        '\tstep_drafted INTEGER[], \n'
         '\tok BOOLEAN, \n'
         '\terror VARCHAR\n'
         ')'
@@ -313,6 +575,56 @@ DDL: tuple[str, ...] = (
         '\tworkload_mix VARCHAR, \n'
         '\tworkload_assignment VARCHAR, \n'
         '\tPRIMARY KEY (trace_id)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS watch_events (\n'
+        '\ttarget VARCHAR NOT NULL, \n'
+        '\tts TIMESTAMP WITHOUT TIME ZONE NOT NULL, \n'
+        '\tkind VARCHAR NOT NULL, \n'
+        '\tdetail VARCHAR, \n'
+        '\tPRIMARY KEY (target, ts, kind)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS watch_histograms (\n'
+        '\ttarget VARCHAR NOT NULL, \n'
+        '\tts TIMESTAMP WITHOUT TIME ZONE NOT NULL, \n'
+        '\tmetric VARCHAR NOT NULL, \n'
+        '\tle DOUBLE PRECISION NOT NULL, \n'
+        '\tcount DOUBLE PRECISION NOT NULL, \n'
+        '\tPRIMARY KEY (target, ts, metric, le)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS watch_positions (\n'
+        '\ttarget VARCHAR NOT NULL, \n'
+        '\tts TIMESTAMP WITHOUT TIME ZONE NOT NULL, \n'
+        '\tposition SMALLINT NOT NULL, \n'
+        '\taccepted DOUBLE PRECISION NOT NULL, \n'
+        '\tPRIMARY KEY (target, ts, position)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS watch_samples (\n'
+        '\ttarget VARCHAR NOT NULL, \n'
+        '\tts TIMESTAMP WITHOUT TIME ZONE NOT NULL, \n'
+        '\tsource VARCHAR NOT NULL, \n'
+        '\tsegment VARCHAR NOT NULL, \n'
+        '\tfamily VARCHAR, \n'
+        '\tmethod VARCHAR, \n'
+        '\tdepth INTEGER, \n'
+        '\tgpu VARCHAR, \n'
+        '\tgpu_count INTEGER, \n'
+        '\tworkload VARCHAR, \n'
+        '\tdrafts DOUBLE PRECISION, \n'
+        '\tdraft_tokens DOUBLE PRECISION, \n'
+        '\taccepted_tokens DOUBLE PRECISION, \n'
+        '\tgeneration_tokens DOUBLE PRECISION, \n'
+        '\tprompt_tokens DOUBLE PRECISION, \n'
+        '\trequests_ok DOUBLE PRECISION, \n'
+        '\tprocess_start_s DOUBLE PRECISION, \n'
+        '\tPRIMARY KEY (target, ts)\n'
         ')'
     ),
 )

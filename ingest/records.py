@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import polars as pl
@@ -31,6 +31,12 @@ REQUEST_SCHEMA: dict[str, pl.DataType] = {
     "start_s": pl.Float64(),  # send time, seconds from the cell's measured window start
     "drafted_tokens": pl.Int64(),
     "accepted_tokens": pl.Int64(),
+    # vLLM's per-request spec-decode metrics (runner.vllm.client): verify steps, and per 1-based draft position
+    # how many steps accepted it (from the acceptance histogram); ordered per-step arrays at the detailed level.
+    "spec_steps": pl.Int64(),
+    "accepted_per_pos": pl.List(pl.Int64()),
+    "step_accepted": pl.List(pl.Int32()),
+    "step_drafted": pl.List(pl.Int32()),
     "ok": pl.Boolean(),
     "error": pl.String(),
 }
@@ -47,6 +53,12 @@ class CellKey:
     workload: str
     gpu: str
     concurrency: int
+    # Server options that change what is measured, part of the id only when set (so every other cell keeps
+    # its id): a depth schedule per batch size (vLLM's num_speculative_tokens_per_batch_size, inclusive
+    # [start, end, K] ranges; ``depth`` is then its largest K) and synthetic per-position acceptance rates
+    # (rejection_sample_method "synthetic": the cell measures step cost at a given acceptance).
+    schedule: tuple[tuple[int, int, int], ...] = ()
+    synthetic_rates: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.method == "none" and self.depth != 0:
@@ -54,16 +66,33 @@ class CellKey:
 
     @property
     def cell_id(self) -> str:
-        canonical = json.dumps([getattr(self, d) for d in DIMENSIONS], separators=(",", ":"))
+        dims: list[object] = [getattr(self, d) for d in DIMENSIONS]
+        options = self.options()
+        if options:
+            dims.append(options)
+        canonical = json.dumps(dims, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
+    def options(self) -> dict[str, object]:
+        """The set server options (schedule, synthetic rates) as plain JSON values; empty for most cells."""
+        out: dict[str, object] = {}
+        if self.schedule:
+            out["schedule"] = [list(r) for r in self.schedule]
+        if self.synthetic_rates:
+            out["synthetic_rates"] = list(self.synthetic_rates)
+        return out
+
     @property
-    def server_config(self) -> tuple[str, int, str, str, str]:
+    def server_config(self) -> tuple:
         """What needs a server restart: the cell minus workload and load."""
-        return (self.method, self.depth, self.family, self.model, self.gpu)
+        return (self.method, self.depth, self.family, self.model, self.gpu, self.schedule, self.synthetic_rates)
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        """The cell's columns: its dimensions, and its server options as JSON text (null when unset)."""
+        out: dict[str, object] = {d: getattr(self, d) for d in DIMENSIONS}
+        out["schedule"] = json.dumps([list(r) for r in self.schedule]) if self.schedule else None
+        out["synthetic_rates"] = json.dumps(list(self.synthetic_rates)) if self.synthetic_rates else None
+        return out
 
 
 @dataclass(slots=True)

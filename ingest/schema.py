@@ -14,6 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import (
+    ARRAY,
+    JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -78,6 +81,19 @@ cells = Table(
     Column("accepted_tokens", Double),
     Column("acceptance_rate", Double),
     Column("acceptance_length", Double),
+    # Where a measured cell's acceptance comes from: per-request (vLLM's per-request spec-decode metrics, with
+    # bootstrap intervals) or counters (/metrics deltas only, no interval); null without speculation.
+    Column("acceptance_source", String),
+    # Why the per-request sums disagree with the /metrics counter deltas (null: they agree, or no check ran).
+    Column("acceptance_suspect", String),
+    Column("acceptance_checked", Boolean),  # the cross-check ran (both sources present)
+    # The /metrics counter deltas over the cell's window, kept beside the per-request sums they were checked
+    # against (drafts/draft_tokens/accepted_tokens above are the sums when acceptance_source is per-request).
+    Column("counter_drafts", Double),
+    Column("counter_draft_tokens", Double),
+    Column("counter_accepted_tokens", Double),
+    Column("schedule", String),  # JSON [[start, end, K], ...]: num_speculative_tokens_per_batch_size, else null
+    Column("synthetic_rates", String),  # JSON per-position rates of a synthetic-acceptance cost cell, else null
     Column("output_throughput", Double),
     Column("output_throughput_per_gpu", Double),
     Column("request_throughput", Double),
@@ -94,6 +110,8 @@ positions = Table(
     Column("cell_id", String, primary_key=True),
     Column("position", SmallInteger, primary_key=True, autoincrement=False),  # 1-based draft position
     Column("acceptance", Double, nullable=False),  # r_i = accepted at position i / drafts
+    Column("ci_low", Double),  # 95 % bootstrap interval over requests (per-request acceptance only)
+    Column("ci_high", Double),
 )
 
 requests = Table(
@@ -109,6 +127,11 @@ requests = Table(
     Column("start_s", Double),
     Column("drafted_tokens", Double),
     Column("accepted_tokens", Double),
+    Column("spec_steps", Integer),
+    # Lists (DuckDB/PostgreSQL arrays; JSON text where a database has no array type)
+    Column("accepted_per_pos", ARRAY(BigInteger).with_variant(JSON(), "sqlite")),
+    Column("step_accepted", ARRAY(Integer).with_variant(JSON(), "sqlite")),
+    Column("step_drafted", ARRAY(Integer).with_variant(JSON(), "sqlite")),
     Column("ok", Boolean),
     Column("error", String),
 )
@@ -269,6 +292,15 @@ def render_ddl_module() -> str:
         lines.append(f"    {table.name!r}: (")
         lines += [f"        {c!r}," for c in column_names(table)]
         lines.append("    ),")
+    lines += ["}", "", "# Column types as DuckDB spells them: what a store from before a column existed gets added.",
+              "COLUMN_TYPES: dict[str, dict[str, str]] = {"]
+    from duckdb_engine import Dialect
+
+    dialect = Dialect()
+    for table in metadata.tables.values():
+        lines.append(f"    {table.name!r}: {{")
+        lines += [f"        {c.name!r}: {c.type.compile(dialect=dialect)!r}," for c in table.columns]
+        lines.append("    },")
     lines += ["}", "", "DDL: tuple[str, ...] = ("]
     for statement in ddl_statements():  # one source line per DDL line (implicit concatenation)
         parts = statement.splitlines(keepends=True)

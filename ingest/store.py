@@ -178,11 +178,46 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     with transaction(con):  # a store killed while being created has all its tables or none
         for statement in ddl.DDL:
             con.execute(statement)
+        add_missing_columns(con)
         con.execute(
             "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
             [str(ddl.SCHEMA_VERSION)],
         )
     _ENSURED.add(str(path.resolve()))
+
+
+def add_missing_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Columns this spectune added to an existing table (nullable, so old rows read as null): a store
+    written before a column existed keeps working. Returns ``table.column`` for each one added."""
+    have: dict[str, set[str]] = {}
+    for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                     "WHERE table_schema = current_schema()").fetchall():
+        have.setdefault(table, set()).add(column)
+    added = []
+    for table, types in ddl.COLUMN_TYPES.items():
+        for col, kind in types.items():
+            if table in have and col not in have[table]:
+                con.execute(f'ALTER TABLE {table} ADD COLUMN "{col}" {kind}')
+                added.append(f"{table}.{col}")
+    return added
+
+
+def _migrate_columns(path: Path, wait_s: float) -> None:
+    """A store from before a column existed, opened read-only: add the columns once (briefly writable), so
+    readers may select every column of this schema."""
+    con = _open(path, True, wait_s)
+    try:
+        if not _has_meta(con):
+            return
+        have = {(t, c) for t, c in con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                              "WHERE table_schema = current_schema()").fetchall()}
+        tables = {t for t, _ in have}
+        missing = any(t in tables and (t, c) not in have for t, cols in ddl.COLUMNS.items() for c in cols)
+    finally:
+        con.close()
+    if missing:
+        with contextlib.closing(_open(path, False, wait_s)) as rw, transaction(rw):
+            add_missing_columns(rw)
 
 
 def connect(
@@ -199,7 +234,10 @@ def connect(
             raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
     if not path.parent.exists():
         raise UsageError(f"{path}: parent folder does not exist")
-    con = _open(path, read_only, lock_timeout_s() if wait_s is None else wait_s)
+    wait = lock_timeout_s() if wait_s is None else wait_s
+    if read_only and path.exists():
+        _migrate_columns(path, wait)
+    con = _open(path, read_only, wait)
     try:
         if read_only:
             if not _has_meta(con):
@@ -307,6 +345,11 @@ def _cell_frames(
             "run_id": run_id, "cell_id": cell_id,
             "position": list(range(1, len(positions) + 1)), "acceptance": [float(p) for p in positions],
         })
+        ivals = cellstats.position_intervals(reqs, cellstats.seed_for(cell_id)) if status == "ok" else []
+        if len(ivals) == len(positions) and not (headline and "positions" in headline):
+            frames["positions"] = frames["positions"].with_columns(
+                pl.Series("ci_low", [lo for lo, _ in ivals], dtype=pl.Float64),
+                pl.Series("ci_high", [hi for _, hi in ivals], dtype=pl.Float64))
     if reqs.height:
         frames["requests"] = reqs.with_columns(
             pl.lit(run_id).alias("run_id"), pl.lit(cell_id).alias("cell_id")

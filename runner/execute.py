@@ -114,6 +114,10 @@ def pending_cells_detail(matrix: Matrix, run_id: str, opts: RunOptions) -> tuple
 def cell_label(key: CellKey) -> str:
     """A cell as a person reads it: server config, workload and load."""
     m = key.method if key.method == "none" else f"{key.method}:{key.depth}"
+    if key.schedule:
+        m = f"{key.method}:schedule(" + ",".join(f"{a}-{b}:{k}" for a, b, k in key.schedule) + ")"
+    if key.synthetic_rates:
+        m += "~synthetic(" + ",".join(f"{r:g}" for r in key.synthetic_rates) + ")"
     return f"{key.family}/{m}@{key.gpu} {key.workload} c={key.concurrency}"
 
 

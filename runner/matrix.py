@@ -31,12 +31,14 @@ DEFAULT_LAUNCH = "vllm serve {model} --host 127.0.0.1 --port {port} {args}"
 # Every key a matrix table may hold (docs/matrix.md). Anything else is refused, so a typo such as
 # ``request_per_cell`` can never silently fall back to a default.
 TOP_KEYS = ("name", "gpus", "methods", "families", "workloads", "load", "run", "adaptive")
-METHOD_KEYS = ("depths", "draft_model", "extra")
+METHOD_KEYS = ("depths", "draft_model", "extra", "schedule", "synthetic_acceptance_rates")
 FAMILY_KEYS = ("model", "tensor_parallel_size", "vllm_args", "draft_models")
 WORKLOAD_KEYS = ("source", "format", "max_tokens", "temperature", "request_rate", "ignore_eos")
 LOAD_KEYS = ("concurrency",)
 RUN_KEYS = ("requests_per_cell", "warmup_requests", "endpoint", "launch", "env", "port", "startup_timeout_s",
-            "request_timeout_s", "stall_timeout_s")
+            "request_timeout_s", "stall_timeout_s", "per_request_spec_decode")
+PER_REQUEST_LEVELS = ("summary", "detailed", "off")  # vLLM's --per-request-spec-decode-metrics (off: not passed)
+MAX_DEPTH = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,23 @@ class MethodSpec:
     depths: tuple[int, ...]
     draft_model: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # merged into --speculative-config
+    # One more server config: vLLM's num_speculative_tokens_per_batch_size, inclusive [start, end, K] ranges.
+    schedule: tuple[tuple[int, int, int], ...] = ()
+    # Synthetic-acceptance cost mode (GPU hosts): depth k runs with the first k of these per-position rates.
+    synthetic_rates: tuple[float, ...] = ()
+
+    def server_variants(self) -> list[tuple[int, tuple[tuple[int, int, int], ...]]]:
+        """(depth, schedule) of each server config: every static depth, then the schedule (depth = its
+        largest K, the num_speculative_tokens vLLM needs)."""
+        if self.name == "none":
+            return [(0, ())]
+        out: list[tuple[int, tuple[tuple[int, int, int], ...]]] = [(d, ()) for d in self.depths]
+        if self.schedule:
+            out.append((max(k for _, _, k in self.schedule), self.schedule))
+        return out
+
+    def rates_for(self, depth: int) -> tuple[float, ...]:
+        return self.synthetic_rates[:depth] if self.synthetic_rates else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +106,7 @@ class Matrix:
     port: int | None = None  # vllm: a fixed server port (default: a free one per server start)
     adaptive: AdaptiveSpec | None = None
     digest: str = ""
+    per_request_spec_decode: str = "summary"  # summary | detailed | off
 
     def cells(self) -> list[CellKey]:
         """Every cell, grouped by server config (so a server starts once for all its cells)."""
@@ -94,7 +114,8 @@ class Matrix:
         for cfg in self.server_configs():
             for wl in self.workloads:
                 for c in self.concurrency:
-                    out.append(CellKey(cfg.method, cfg.depth, cfg.family, cfg.model, wl.name, cfg.gpu, c))
+                    out.append(CellKey(cfg.method, cfg.depth, cfg.family, cfg.model, wl.name, cfg.gpu, c,
+                                       cfg.schedule, cfg.synthetic_rates))
         return out
 
     def server_configs(self) -> list[ServerConfig]:
@@ -102,8 +123,8 @@ class Matrix:
         for gpu in self.gpus:
             for fam in self.families:
                 for m in self.methods:
-                    for d in (m.depths if m.name != "none" else (0,)):
-                        out.append(ServerConfig(m.name, d, fam.name, fam.model, gpu, fam, m))
+                    for d, sched in m.server_variants():
+                        out.append(ServerConfig(m.name, d, fam.name, fam.model, gpu, fam, m, sched, m.rates_for(d)))
         return out
 
     def family(self, name: str) -> FamilySpec:
@@ -122,13 +143,19 @@ class ServerConfig:
     gpu: str
     family_spec: FamilySpec
     method_spec: MethodSpec
+    schedule: tuple[tuple[int, int, int], ...] = ()
+    synthetic_rates: tuple[float, ...] = ()
 
     @property
-    def key(self) -> tuple[str, int, str, str, str]:
-        return (self.method, self.depth, self.family, self.model, self.gpu)
+    def key(self) -> tuple:
+        return (self.method, self.depth, self.family, self.model, self.gpu, self.schedule, self.synthetic_rates)
 
     def label(self) -> str:
         m = self.method if self.method == "none" else f"{self.method}:{self.depth}"
+        if self.schedule:
+            m = f"{self.method}:schedule(" + ",".join(f"{a}-{b}:{k}" for a, b, k in self.schedule) + ")"
+        if self.synthetic_rates:
+            m += "~synthetic(" + ",".join(f"{r:g}" for r in self.synthetic_rates) + ")"
         return f"{self.family}/{m}@{self.gpu}"
 
 
@@ -287,6 +314,60 @@ def _name(raw: dict, path: Path, text: str) -> str:
     return name
 
 
+def parse_schedule(value: Any, path: Path, where: str, line: int = 0) -> tuple[tuple[int, int, int], ...]:
+    """A depth schedule per batch size as vLLM 0.32 validates it (vllm/v1/spec_decode/dynamic/utils.py:
+    positive inclusive ranges, start <= end, K >= 0, no overlaps, the first range starting at 1), and stricter:
+    no gaps and ranges in order, so every batch size's K is written where a reader sees it (vLLM would carry
+    the previous K through a gap)."""
+    def bad(why: str) -> InputError:
+        return InputError(path, line, f"{where}: {why} (expected e.g. [[1, 8, 5], [9, 64, 3]]: inclusive "
+                                      f"[first batch size, last batch size, K] ranges from 1 on)")
+
+    if not isinstance(value, list) or not value:
+        raise bad(f"expected a non-empty list of [start, end, K] ranges, got {value!r}")
+    out: list[tuple[int, int, int]] = []
+    for entry in value:
+        if (not isinstance(entry, list) or len(entry) != 3
+                or not all(isinstance(x, int) and not isinstance(x, bool) for x in entry)):
+            raise bad(f"each range must be 3 integers [start, end, K], got {entry!r}")
+        start, end, k = entry
+        if start < 1 or end < 1:
+            raise bad(f"batch sizes must be positive, got {entry!r}")
+        if start > end:
+            raise bad(f"range start must be <= end, got {entry!r}")
+        if not 0 <= k <= MAX_DEPTH:
+            raise bad(f"K must be in [0, {MAX_DEPTH}], got {entry!r}")
+        if out and start <= out[-1][1]:
+            raise bad(f"ranges overlap or are out of order: {list(out[-1])} then {entry!r}")
+        if out and start != out[-1][1] + 1:
+            raise bad(f"gap between {list(out[-1])} and {entry!r}: batch sizes {out[-1][1] + 1}..{start - 1} "
+                      f"have no K")
+        if not out and start != 1:
+            raise bad(f"the first range must start at batch size 1, got {entry!r}")
+        out.append((start, end, k))
+    if max(k for _, _, k in out) < 1:
+        raise bad("every K is 0: that is the none baseline, not a schedule")
+    return tuple(out)
+
+
+def parse_synthetic_rates(value: Any, path: Path, where: str, need: int, line: int = 0) -> tuple[float, ...]:
+    """Per-position unconditional acceptance rates as vLLM 0.32's SpeculativeConfig checks them
+    (_resolve_synthetic_acceptance_rates: each in [0, 1], non-increasing), at least one per drafted position."""
+    if (not isinstance(value, list) or not value
+            or not all(isinstance(r, int | float) and not isinstance(r, bool) for r in value)):
+        raise InputError(path, line, f"{where}: expected a non-empty list of rates in [0, 1], got {value!r}")
+    rates = tuple(float(r) for r in value)
+    if not all(0.0 <= r <= 1.0 for r in rates):  # nan fails too
+        raise InputError(path, line, f"{where}: every rate must be in [0, 1], got {value!r}")
+    if any(rates[i] > rates[i - 1] for i in range(1, len(rates))):
+        raise InputError(path, line, f"{where}: rates must be non-increasing (position i's rate is the chance that "
+                                     f"the first i drafts are all accepted), got {value!r}")
+    if len(rates) < need:
+        raise InputError(path, line, f"{where}: {len(rates)} rate(s) but the method drafts up to {need} tokens; "
+                                     f"give one rate per position")
+    return rates
+
+
 def _port(value: Any, path: Path) -> int | None:
     if value is None:
         return None
@@ -328,10 +409,30 @@ def load_matrix(path: str | Path) -> Matrix:
         if not isinstance(m, dict):
             raise InputError(path, 0, f"methods.{name}: expected a table")
         _check_keys(m, METHOD_KEYS, path, text, ["methods", name])
-        depths = (0,) if name == "none" else _ints(m.get("depths", [2, 3, 4, 5]), path, f"methods.{name}.depths", 1, 16)
+        schedule: tuple[tuple[int, int, int], ...] = ()
+        if "schedule" in m:
+            where = ["methods", name, "schedule"]
+            if name == "none":
+                raise InputError(path, key_line(text, where), f"methods.{name}.schedule: the none baseline drafts "
+                                                              f"nothing; a schedule belongs under a speculative method")
+            schedule = parse_schedule(m["schedule"], path, ".".join(where), key_line(text, where))
+        # A schedule alone runs only the schedule; depths run as well when they are given.
+        default_depths = [] if schedule and "depths" not in m else [2, 3, 4, 5]
+        depths = (0,) if name == "none" else (
+            _ints(m.get("depths", default_depths), path, f"methods.{name}.depths", 1, MAX_DEPTH)
+            if m.get("depths", default_depths) else ())
         _unique(depths, path, text, ["methods", name, "depths"])
+        rates: tuple[float, ...] = ()
+        if "synthetic_acceptance_rates" in m:
+            where = ["methods", name, "synthetic_acceptance_rates"]
+            if name == "none":
+                raise InputError(path, key_line(text, where), f"methods.{name}.synthetic_acceptance_rates: the none "
+                                                              f"baseline drafts nothing")
+            need = max([*depths, *(k for _, _, k in schedule)])
+            rates = parse_synthetic_rates(m["synthetic_acceptance_rates"], path, ".".join(where), need,
+                                          key_line(text, where))
         methods.append(MethodSpec(name, depths, m.get("draft_model"),
-                                  dict(_opt_table(m, "extra", path, f"methods.{name}"))))
+                                  dict(_opt_table(m, "extra", path, f"methods.{name}")), schedule, rates))
     families = []
     for name, f in _need(raw, "families", dict, path, "matrix").items():
         if not isinstance(f, dict):
@@ -366,6 +467,11 @@ def load_matrix(path: str | Path) -> Matrix:
         raise InputError(path, 0, f"run.requests_per_cell: expected an integer in [1, 1000000], got {requests!r}")
     if not methods or not families or not workloads:
         raise InputError(path, 0, "matrix: methods, families and workloads must each name at least one entry")
+    per_request = run.get("per_request_spec_decode", "summary")
+    if per_request not in PER_REQUEST_LEVELS:
+        raise InputError(path, key_line(text, ["run", "per_request_spec_decode"]),
+                         f"run.per_request_spec_decode: expected one of {', '.join(PER_REQUEST_LEVELS)}, "
+                         f"got {per_request!r}")
     if run.get("endpoint", "completions") not in ("completions", "chat"):
         raise InputError(path, 0, f"run.endpoint: expected 'completions' or 'chat', got {run.get('endpoint')!r}")
     return Matrix(
@@ -380,4 +486,5 @@ def load_matrix(path: str | Path) -> Matrix:
         stall_timeout_s=_opt_float(run, "stall_timeout_s", 60, 0.001, 86_400, path, "run"),
         port=_port(run.get("port"), path),
         adaptive=parse_adaptive(raw.get("adaptive"), path), digest=hashlib.sha256(raw_bytes).hexdigest()[:16],
+        per_request_spec_decode=per_request,
     )

@@ -6,6 +6,10 @@ own standard-library sources, plus a chat template so ``/v1/chat/completions`` w
 fetched from any hub. Run with the vLLM venv's python (it needs torch, tokenizers, transformers):
 
     DIR/venv/bin/python scripts/make_tiny_llama.py DIR/tiny-llama
+    DIR/venv/bin/python scripts/make_tiny_llama.py DIR/tiny-llama-seed1 --seed 1
+
+``--seed`` makes an independent model of the same shape and tokenizer (the tokenizer is trained the same way
+whatever the seed): a drafter for the target whose guesses are unrelated to it, so acceptance is near 0.
 """
 
 from __future__ import annotations
@@ -84,11 +88,11 @@ def make_tokenizer(out: Path) -> object:
     return fast
 
 
-def make_model(out: Path, tokenizer: object) -> None:
+def make_model(out: Path, tokenizer: object, seed: int = SEED) -> None:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.manual_seed(SEED)
+    torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=len(tokenizer),  # type: ignore[arg-type]
         hidden_size=64,
@@ -108,13 +112,16 @@ def make_model(out: Path, tokenizer: object) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: make_tiny_llama.py OUT_DIR", file=sys.stderr)
+    seed = SEED
+    if len(argv) == 3 and argv[1] == "--seed" and argv[2].isdigit():
+        seed = int(argv[2])
+    elif len(argv) != 1:
+        print("usage: make_tiny_llama.py OUT_DIR [--seed N]", file=sys.stderr)
         return 2
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = make_tokenizer(out)
-    make_model(out, tokenizer)
+    make_model(out, tokenizer, seed)
     print(f"tiny llama saved to {out} (vocab {len(tokenizer)})")  # type: ignore[arg-type]
     return 0
 

@@ -23,6 +23,13 @@ class SimBackend:
         sources = {w.name: w.source for w in matrix.workloads}
         for key in cells:
             tokens = max(wl_tokens[key.workload], 16)
+            if key.schedule or key.synthetic_rates:
+                # The simulator models one static depth with its drafter's acceptance; a schedule or given rates
+                # simulated as that would be a number about a different server (analysis derives schedules).
+                what = "a depth schedule per batch size" if key.schedule else "synthetic acceptance rates"
+                why = f"simulator: {what} is a real-server option the simulator does not model (use --backend vllm)"
+                sink(CellOutcome(key, status="failed", error=why))
+                continue
             try:
                 try:
                     res = simulate_cell(key, matrix.requests_per_cell, max_output_tokens=tokens)

@@ -32,7 +32,15 @@ from runner.matrix import DEFAULT_LAUNCH, Matrix, ServerConfig, key_line
 from runner.vllm import pidfile
 from runner.vllm.cell import Target, auth_headers, measure_cell
 from runner.vllm.client import run_load
-from runner.vllm.server import ServerStartError, VllmServer, failure_detail, port_in_use
+from runner.vllm.server import (
+    PER_REQUEST_FLAG,
+    ServerStartError,
+    VllmServer,
+    failure_detail,
+    port_in_use,
+    speculative_config,
+    uses_synthetic,
+)
 from runner.workloads import WorkloadRequests, filler_words, load_workload, synth_prompt
 
 if TYPE_CHECKING:
@@ -67,6 +75,9 @@ class VllmBackend:
         self.requests: dict[str, WorkloadRequests] = {}
         self.reaped: list[int] = []
         self.tokens_per_estimate: dict[str, float | None] = {}  # model -> its tokenizer vs the estimate
+        # Set when a server refused --per-request-spec-decode-metrics (an older vLLM): later starts leave it out
+        # and their cells fall back to the /metrics counters (cells.acceptance_source = counters).
+        self.per_request_refused = False
 
     # ---- run setup ----------------------------------------------------------------------------------
 
@@ -79,6 +90,7 @@ class VllmBackend:
                                  f"{len(matrix.server_configs())} server configs")
             check_endpoint(self.endpoint, matrix.server_configs()[0])
         elif self.host_checks:
+            check_synthetic(matrix)
             check_launch(matrix)
         self.run_dir = Path(runs_dir) / slug(run_id)
         self.reaped = pidfile.reap(self.run_dir) if self.run_dir.is_dir() else []
@@ -155,12 +167,27 @@ class VllmBackend:
             pidfile.remove(pid_path)
 
     def _start(self, matrix: Matrix, config: ServerConfig, log: Path, pid_path: Path, first: CellKey) -> VllmServer:
+        per_request = "off" if self.per_request_refused else matrix.per_request_spec_decode
+        try:
+            return self._start_with(matrix, config, log, pid_path, first, per_request)
+        except ServerStartError as exc:
+            if per_request == "off" or not refused_per_request(str(exc)):
+                raise
+        # An older vLLM without per-request metrics: measure with the counters alone, and say so.
+        self.per_request_refused = True
+        self._note(f"{config.label()}: the server does not know {PER_REQUEST_FLAG}; acceptance from /metrics "
+                   f"counters only (no per-request intervals)")
+        return self._start_with(matrix, config, log, pid_path, first, "off")
+
+    def _start_with(self, matrix: Matrix, config: ServerConfig, log: Path, pid_path: Path, first: CellKey,
+                    per_request: str) -> VllmServer:
         fam, meth = config.family_spec, config.method_spec
         server = VllmServer(
             config.model, log_path=log, port=matrix.port, method=config.method,
             num_speculative_tokens=config.depth, speculative_extra=meth.extra,
             draft_model=fam.draft_models.get(config.method) or meth.draft_model,
             tensor_parallel_size=fam.tensor_parallel_size, extra_flags=fam.vllm_args,
+            schedule=config.schedule, synthetic_rates=config.synthetic_rates, per_request=per_request,
             command_template=launch_template(matrix), env=matrix.env, cwd=self.run_dir,
         )
         try:
@@ -290,6 +317,41 @@ def check_launch(matrix: Matrix) -> None:
         for model, parts in checks:
             if (why := _local_model_problem(model)) is not None:
                 raise bad(f"{'.'.join(parts)}: {why}", parts)
+
+
+# vLLM 0.32's CPU rejection sampler (vllm/utils/cpu_triton_utils.py) asserts this at the first request, after a
+# server start of a minute or more: the runner says it before starting anything.
+SYNTHETIC_CPU_REASON = "Synthetic acceptance not supported with CPU sampling"
+
+
+def check_synthetic(matrix: Matrix, gpu_model: str | None = None) -> None:
+    """Refuse synthetic-acceptance server configs on a host without GPUs (a remote launcher's host is not this
+    one, so it is not checked)."""
+    configs = [c for c in matrix.server_configs()
+               if uses_synthetic(speculative_config(c.method, c.depth, c.method_spec.extra, None, c.schedule,
+                                                    c.synthetic_rates) if c.method != "none" else None)]
+    if not configs:
+        return
+    try:
+        exe = Path(shlex.split(launch_template(matrix))[0]).name
+    except (ValueError, IndexError):
+        exe = ""
+    if exe in REMOTE_LAUNCHERS:
+        return
+    model = gpu_model if gpu_model is not None else hostfacts.detect_gpus().model
+    if model != "cpu":
+        return
+    meth = configs[0].method_spec
+    parts = ["methods", meth.name, "synthetic_acceptance_rates" if meth.synthetic_rates else "extra"]
+    raise InputError(matrix.path, key_line_of(matrix, parts),
+                     f"{'.'.join(parts)}: synthetic acceptance (rejection_sample_method = \"synthetic\") needs a GPU "
+                     f"host; this host has none and vLLM refuses it on CPU: \"{SYNTHETIC_CPU_REASON}\" "
+                     f"({configs[0].label()}; docs/hosts.md)")
+
+
+def refused_per_request(message: str) -> bool:
+    """A start failure that is an older vLLM not knowing the per-request metrics flag (argparse's message)."""
+    return PER_REQUEST_FLAG in message and "unrecognized arguments" in message
 
 
 def _local_model_problem(model: str) -> str | None:

@@ -55,6 +55,25 @@ def _snapshot(base_url: str) -> SpecCounters | None:
         return None
 
 
+SETTLE_S = 0.25  # gap between two /metrics reads that must agree
+SETTLE_MAX_S = 3.0
+
+
+def settled_snapshot(base_url: str) -> SpecCounters | None:
+    """Counters once they stop moving: vLLM records a step's stats after the response that step finished
+    went out, so a read right after the last [DONE] can miss the last steps — the counter deltas and the
+    per-request sums (the cross-check) would then disagree by a step through no fault of the cell."""
+    last = _snapshot(base_url)
+    deadline = time.monotonic() + SETTLE_MAX_S
+    while last is not None and time.monotonic() < deadline:
+        time.sleep(SETTLE_S)
+        now = _snapshot(base_url)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 def _load(matrix: Matrix, key: CellKey, target: Target, reqs: WorkloadRequests) -> LoadResult:
     wl = matrix.workload(key.workload)
     return asyncio.run(run_load(
@@ -107,7 +126,8 @@ def most_common_error(res: LoadResult) -> str:
 def measure_cell(matrix: Matrix, key: CellKey, target: Target, reqs: WorkloadRequests,
                  gpu_count: int) -> CellOutcome:
     """Run one cell's load and judge it; never raises for a server or request fault."""
-    before = _snapshot(target.base_url)
+    speculating = key.method != "none"
+    before = settled_snapshot(target.base_url) if speculating else _snapshot(target.base_url)
     res = run_requests(matrix, key, target, reqs, matrix.adaptive)
     gone = target.died()
     if gone is None and any(e.startswith("connection error") for e in res.errors()):
@@ -119,7 +139,7 @@ def measure_cell(matrix: Matrix, key: CellKey, target: Target, reqs: WorkloadReq
             gone = target.died()
     if gone is not None:
         return CellOutcome(key, status="failed", error=f"server died during the cell: {gone}")
-    after = _snapshot(target.base_url)
+    after = settled_snapshot(target.base_url) if speculating else _snapshot(target.base_url)
     n = len(res.requests)
     if n == 0:
         return CellOutcome(key, status="failed", error="no requests to send (empty workload)")

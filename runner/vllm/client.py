@@ -65,6 +65,46 @@ class RequestResult:
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     e2e_ms: float | None = None
+    spec: SpecDecodeMetrics | None = None  # vLLM's per-request spec-decode metrics, when the server sent them
+
+
+@dataclass(slots=True)
+class SpecDecodeMetrics:
+    """One request's ``metrics.speculative_decoding`` (vLLM 0.32, ``--per-request-spec-decode-metrics``).
+
+    vLLM sends it on the final usage chunk of a stream (vllm/entrypoints/openai/completion/serving.py) as
+    ``SpeculativeDecodingMetrics`` (vllm/entrypoints/generate/base/protocol.py): ``acceptance_histogram[j]`` is
+    the number of verify steps that accepted exactly j drafts (bonus token excluded), ``num_spec_steps`` their
+    sum, ``num_draft_tokens`` / ``num_accepted_draft_tokens`` the totals; ``per_step_*`` only at ``detailed``.
+    """
+
+    steps: int
+    drafted: int
+    accepted: int
+    accepted_per_pos: list[int]  # per 1-based position i: steps that accepted i or more drafts
+    step_accepted: list[int] | None = None
+    step_drafted: list[int] | None = None
+
+
+def parse_spec_metrics(obj: object) -> SpecDecodeMetrics | None:
+    """A response's per-request spec-decode metrics, or None when absent or not of vLLM's shape."""
+    if not isinstance(obj, dict):
+        return None
+    hist = obj.get("acceptance_histogram")
+    steps, drafted, accepted = obj.get("num_spec_steps"), obj.get("num_draft_tokens"), obj.get(
+        "num_accepted_draft_tokens")
+    counts = [steps, drafted, accepted, *(hist if isinstance(hist, list) else [None])]
+    if not isinstance(hist, list) or not hist or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in counts):
+        return None
+    # Acceptance is a prefix: a step that accepted j drafts accepted positions 1..j (vLLM's per-position counter
+    # does the same: vllm/v1/spec_decode/metrics.py observe_draft), so position i counts the steps with j >= i.
+    per_pos = [sum(hist[i:]) for i in range(1, len(hist))]
+    out = SpecDecodeMetrics(steps=steps, drafted=drafted, accepted=accepted, accepted_per_pos=per_pos)  # type: ignore[arg-type]
+    acc, dr = obj.get("per_step_accepted"), obj.get("per_step_drafted")
+    if isinstance(acc, list) and isinstance(dr, list):
+        out.step_accepted, out.step_drafted = [int(x) for x in acc], [int(x) for x in dr]
+    return out
 
 
 @dataclass(slots=True)
@@ -102,10 +142,16 @@ class LoadResult:
                 "tpot_ms": [r.tpot_ms for r in rs],
                 "e2e_ms": [r.e2e_ms for r in rs],
                 "start_s": [r.start_s for r in rs],
+                "drafted_tokens": [r.spec.drafted if r.spec else None for r in rs],
+                "accepted_tokens": [r.spec.accepted if r.spec else None for r in rs],
+                "spec_steps": [r.spec.steps if r.spec else None for r in rs],
+                "accepted_per_pos": [r.spec.accepted_per_pos if r.spec else None for r in rs],
+                "step_accepted": [r.spec.step_accepted if r.spec else None for r in rs],
+                "step_drafted": [r.spec.step_drafted if r.spec else None for r in rs],
                 "ok": [r.ok for r in rs],
                 "error": [r.error for r in rs],
             },
-            schema={k: v for k, v in REQUEST_SCHEMA.items() if k not in ("drafted_tokens", "accepted_tokens")},
+            schema=REQUEST_SCHEMA,
         )
         return conform_requests(frame)
 
@@ -208,6 +254,9 @@ async def _request(
                                 else:
                                     gaps.append((now - last) * 1000.0)
                                 last = now
+                        metrics = obj.get("metrics")
+                        if isinstance(metrics, dict) and "speculative_decoding" in metrics:
+                            res.spec = parse_spec_metrics(metrics["speculative_decoding"])
                         usage = obj.get("usage")
                         if usage:
                             res.input_tokens = usage.get("prompt_tokens")

@@ -43,8 +43,14 @@ def speculative_config(
     num_speculative_tokens: int,
     extra: dict[str, Any] | None = None,
     draft_model: str | None = None,
+    schedule: tuple[tuple[int, int, int], ...] = (),
+    synthetic_rates: tuple[float, ...] = (),
 ) -> dict[str, Any] | None:
-    """The ``--speculative-config`` dict for a method and depth; ``None`` for the ``none`` baseline."""
+    """The ``--speculative-config`` dict for a method and depth; ``None`` for the ``none`` baseline.
+
+    ``schedule`` becomes vLLM's ``num_speculative_tokens_per_batch_size`` (``num_speculative_tokens`` is then its
+    largest K); ``synthetic_rates`` switch on ``rejection_sample_method: "synthetic"`` with those
+    ``synthetic_acceptance_rates`` (vllm/config/speculative.py)."""
     if method == "none":
         return None
     if num_speculative_tokens < 1:
@@ -63,8 +69,20 @@ def speculative_config(
         config["prompt_lookup_min"] = lo
     if draft_model is not None:
         config["model"] = draft_model
+    if schedule:
+        config["num_speculative_tokens_per_batch_size"] = [list(r) for r in schedule]
+    if synthetic_rates:
+        config["rejection_sample_method"] = "synthetic"
+        config["synthetic_acceptance_rates"] = list(synthetic_rates)
     config.update(extra)
     return config
+
+
+PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
+
+
+def uses_synthetic(config: dict[str, Any] | None) -> bool:
+    return bool(config) and config.get("rejection_sample_method") == "synthetic"  # type: ignore[union-attr]
 
 
 def build_server_args(
@@ -75,12 +93,21 @@ def build_server_args(
     draft_model: str | None = None,
     tensor_parallel_size: int = 1,
     extra_flags: list[str] | tuple[str, ...] = (),
+    schedule: tuple[tuple[int, int, int], ...] = (),
+    synthetic_rates: tuple[float, ...] = (),
+    per_request: str = "off",
 ) -> list[str]:
-    """The server's argv tail (one list element per argv word, so the JSON needs no shell quoting)."""
+    """The server's argv tail (one list element per argv word, so the JSON needs no shell quoting).
+
+    ``per_request`` (summary | detailed | off) adds ``--per-request-spec-decode-metrics`` to a speculating
+    server only: vLLM 0.32 refuses the flag without ``--speculative-config`` (vllm/config/vllm.py)."""
     args: list[str] = []
-    spec = speculative_config(method, num_speculative_tokens, speculative_extra, draft_model)
+    spec = speculative_config(method, num_speculative_tokens, speculative_extra, draft_model, schedule,
+                              synthetic_rates)
     if spec is not None:
         args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+        if per_request != "off" and PER_REQUEST_FLAG not in extra_flags:
+            args += [PER_REQUEST_FLAG, per_request]
     if tensor_parallel_size > 1:
         args += ["--tensor-parallel-size", str(tensor_parallel_size)]
     args += list(extra_flags)
@@ -233,6 +260,9 @@ class VllmServer:
         draft_model: str | None = None,
         tensor_parallel_size: int = 1,
         extra_flags: list[str] | tuple[str, ...] = (),
+        schedule: tuple[tuple[int, int, int], ...] = (),
+        synthetic_rates: tuple[float, ...] = (),
+        per_request: str = "off",
         command_template: str = DEFAULT_COMMAND,
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
@@ -247,6 +277,9 @@ class VllmServer:
             draft_model=draft_model,
             tensor_parallel_size=tensor_parallel_size,
             extra_flags=extra_flags,
+            schedule=schedule,
+            synthetic_rates=synthetic_rates,
+            per_request=per_request,
         )
         self.command_template = command_template
         self.log_path = Path(log_path) if log_path is not None else None

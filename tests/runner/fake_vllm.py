@@ -9,7 +9,8 @@ behaviour (so one matrix can hold several): ``ok``; ``exit`` (dies at start, lik
 ``nohealth`` (never healthy); ``crash-after-N`` (the process dies mid-stream on request N+1);
 ``crash-once-N`` (the same, only the first time in this working dir); ``hang`` (two tokens, then
 silence); ``err500``; ``truncate`` (no ``[DONE]``); ``slow`` (50 ms per token); ``flaky`` (like
-``exit`` while ``$FAKE_VLLM_FAIL`` is set, else ``ok``); ``notokenize`` (no ``/tokenize``). Its
+``exit`` while ``$FAKE_VLLM_FAIL`` is set, else ``ok``); ``notokenize`` (no ``/tokenize``); ``oldvllm``
+(an older vLLM: exits like argparse on ``--per-request-spec-decode-metrics``, else ``ok``). Its
 "tokenizer" (``/tokenize``, ``usage.prompt_tokens``) counts one token per two characters. Stdlib only.
 Unknown flags are ignored.
 """
@@ -145,6 +146,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--speculative-config", default=None)
     args, unknown = ap.parse_known_args(argv)
     print(f"fake vllm: model={args.model} port={args.port} spec={args.speculative_config} extra={unknown}", flush=True)
+    if args.model == "oldvllm" and "--per-request-spec-decode-metrics" in unknown:
+        at = unknown.index("--per-request-spec-decode-metrics")
+        print(f"api_server.py: error: unrecognized arguments: {' '.join(unknown[at:at + 2])}", flush=True)
+        sys.exit(2)
     if args.model == "exit" or (args.model == "flaky" and os.environ.get("FAKE_VLLM_FAIL")):
         print("ValueError: model path does not exist: exit", flush=True)
         sys.exit(1)

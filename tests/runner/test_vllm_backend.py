@@ -91,6 +91,20 @@ def test_good_cells_land_with_counters_log_and_no_process_left(tmp_path: Path) -
     assert wait_gone(run_dir) == []
 
 
+def test_a_vllm_without_per_request_metrics_is_restarted_without_the_flag_and_says_counters(tmp_path: Path) -> None:
+    path = write_matrix(tmp_path, ["oldvllm"])
+    summary = run(tmp_path, path)
+    assert (summary.cells_ok, summary.cells_failed) == (2, 0), summary.failures
+    ngram = cells(tmp_path / "s.duckdb")[("oldvllm", "ngram", 2)]
+    assert ngram["acceptance_source"] == "counters" and ngram["acceptance_rate"] == pytest.approx(2 / 3)
+    assert ngram["acceptance_checked"] is None and ngram["acceptance_suspect"] is None
+    log = (tmp_path / "runs" / "R" / "oldvllm_ngram_3_cpu.log").read_text()
+    assert "unrecognized arguments: --per-request-spec-decode-metrics summary" in log
+    assert log.count("fake vllm: ready") == 1, "the second start, without the flag, served the cells"
+    assert "--per-request-spec-decode-metrics" not in (tmp_path / "runs" / "R" / "oldvllm_none_cpu.log").read_text()
+    assert wait_gone(tmp_path / "runs" / "R") == []
+
+
 def test_start_failure_and_start_timeout_fail_their_cells_and_the_run_goes_on(tmp_path: Path) -> None:
     path = write_matrix(tmp_path, ["exit", "nohealth", "ok"], methods="[methods.none]",
                         run_extra="").read_text().replace("startup_timeout_s = 20", "startup_timeout_s = 2")

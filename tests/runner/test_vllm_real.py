@@ -56,7 +56,12 @@ def test_cpu_smoke_matrix_against_real_vllm(vllm_env: dict[str, str], tmp_path: 
         cells = {r["method"]: r for r in sql.frame(con, "SELECT * FROM cells").iter_rows(named=True)}
         n_req = sql.one(con, "SELECT count(*) FROM requests WHERE ok")[0]
         run = sql.frame(con, "SELECT * FROM runs").row(0, named=True)
-        positions = sql.frame(con, "SELECT position, acceptance FROM positions ORDER BY position")
+        positions = sql.frame(con, "SELECT position, acceptance, ci_low, ci_high FROM positions ORDER BY position")
+        req_sums = sql.frame(con, "SELECT sum(q.drafted_tokens) AS drafted, sum(q.accepted_tokens) AS accepted, "
+                                  "count(q.spec_steps) AS with_metrics FROM requests q JOIN cells c "
+                                  "USING (run_id, cell_id) WHERE c.method = 'ngram'").row(0, named=True)
+        none_spec_rows = sql.one(con, "SELECT count(q.spec_steps) FROM requests q JOIN cells c USING (run_id, cell_id) "
+                                      "WHERE c.method = 'none'")[0]
     ngram, none = cells["ngram"], cells["none"]
     assert ngram["drafts"] > 0 and ngram["draft_tokens"] > 0 and ngram["accepted_tokens"] > 0
     assert 0 < ngram["acceptance_rate"] <= 1 and 1 < ngram["acceptance_length"] <= 1 + 3
@@ -72,6 +77,20 @@ def test_cpu_smoke_matrix_against_real_vllm(vllm_env: dict[str, str], tmp_path: 
     assert run["backend"] == "vllm" and run["gpu_model"] == "cpu" and run["engine_version"] == "vllm 0.32.0"
     logs = sorted(p.name for p in (tmp_path / "runs").glob("*/*.log"))
     assert logs == ["TinyLlama_ngram_3_cpu.log", "TinyLlama_none_cpu.log"]
+    # ngram: acceptance from vLLM's per-request metrics, whose sums equal the /metrics counter deltas exactly
+    assert ngram["acceptance_source"] == "per-request" and ngram["acceptance_checked"] is True
+    assert ngram["acceptance_suspect"] is None, ngram["acceptance_suspect"]
+    assert ngram["drafts"] == ngram["counter_drafts"] > 0 and ngram["draft_tokens"] == ngram["counter_draft_tokens"]
+    assert ngram["accepted_tokens"] == ngram["counter_accepted_tokens"] > 0
+    assert (req_sums["drafted"], req_sums["accepted"]) == (ngram["draft_tokens"], ngram["accepted_tokens"])
+    assert req_sums["with_metrics"] == 20
+    assert positions["ci_low"].is_not_null().all() and (positions["ci_low"] <= positions["acceptance"]).all()
+    # none: no acceptance at all, and the server never got the per-request flag (vLLM refuses it there)
+    assert none["acceptance_source"] is None and none["accepted_tokens"] is None and none["counter_drafts"] is None
+    assert none_spec_rows == 0
+    run_logs = {p.name: p.read_text() for p in (tmp_path / "runs").glob("*/*.log")}
+    assert "--per-request-spec-decode-metrics" not in run_logs["TinyLlama_none_cpu.log"]
+    assert "--per-request-spec-decode-metrics summary" in run_logs["TinyLlama_ngram_3_cpu.log"]
     assert wait_gone(tmp_path / "runs") == []
 
 
