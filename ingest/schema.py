@@ -20,7 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 metadata = MetaData()
 
 meta = Table(
@@ -80,6 +80,11 @@ cells = Table(
     Column("mean_tpot_ms", Double),
     Column("mean_e2e_ms", Double),
     Column("written_at", DateTime),
+    # v2: how the cell's numbers came to be — measured (NULL reads as measured), predicted (the factorized
+    # plan's cost-model prediction, no requests behind it) or confirmed (measured to check a prediction) —
+    # and the drafter checkpoint the server ran with (the matrix's draft_model), for the deploy command.
+    Column("origin", String),
+    Column("draft_model", String),
 )
 
 positions = Table(
@@ -175,6 +180,21 @@ published = Table(
     Column("cell_id", String),
     Column("cell_column", String),
 )
+
+
+# Columns added after a table was first released, by the version that added them: ``ensure_schema`` adds
+# them to an older store (ALTER TABLE ... ADD COLUMN IF NOT EXISTS), so a store is migrated in place.
+ADDED_COLUMNS: dict[int, list[tuple[str, str, str]]] = {
+    2: [("cells", "origin", "VARCHAR"), ("cells", "draft_model", "VARCHAR")],
+}
+ORIGINS: tuple[str, ...] = ("measured", "predicted", "confirmed")
+
+
+def migration_statements(found: int) -> list[str]:
+    """The ALTER statements that bring a store of schema version ``found`` up to :data:`SCHEMA_VERSION`."""
+    return [f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}"
+            for version in sorted(ADDED_COLUMNS) if version > found
+            for table, column, kind in ADDED_COLUMNS[version]]
 
 
 def ddl_statements() -> list[str]:

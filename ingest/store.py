@@ -75,16 +75,26 @@ def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
 _ENSURED: set[str] = set()  # stores whose schema this process already created or checked
 
 
+def stored_version(con: duckdb.DuckDBPyConnection) -> int:
+    row = sql.one(con, "SELECT value FROM meta WHERE key = 'schema_version'")
+    return int(row[0]) if row else 0
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    found = None
     if _has_meta(con):
         check_version(con, path)
-        if str(path.resolve()) in _ENSURED:
+        found = stored_version(con)
+        if str(path.resolve()) in _ENSURED and found == schema.SCHEMA_VERSION:
             return
     with transaction(con):  # a store killed while being created has all its tables or none
         for ddl in schema.ddl_statements():
             con.execute(ddl)
+        if found is not None and found < schema.SCHEMA_VERSION:  # an older store: add the newer columns
+            for ddl in schema.migration_statements(found):
+                con.execute(ddl)
         con.execute(
-            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [str(schema.SCHEMA_VERSION)],
         )
     _ENSURED.add(str(path.resolve()))
@@ -104,6 +114,15 @@ def connect(
             raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
     if not path.parent.exists():
         raise UsageError(f"{path}: parent folder does not exist")
+    if read_only:  # an older store is migrated once (briefly writable), then opened read-only as asked
+        con = _open(path, True, wait_s)
+        try:
+            old = _has_meta(con) and stored_version(con) < schema.SCHEMA_VERSION
+        finally:
+            con.close()
+        if old:
+            with contextlib.closing(_open(path, False, wait_s)) as rw:
+                ensure_schema(rw, path)
     con = _open(path, read_only, wait_s)
     try:
         if read_only:
@@ -177,6 +196,8 @@ def find_run_by_file_hash(con: duckdb.DuckDBPyConnection, file_hash: str) -> str
 
 # ---- cells ------------------------------------------------------------------------------------------
 
+LABEL_COLUMNS = ("origin", "draft_model")  # cell columns a writer states (how the numbers came to be)
+
 def cell_status(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
     """cell_id → status for every cell already in a run (what ``--resume`` skips)."""
     rows = con.execute("SELECT cell_id, status FROM cells WHERE run_id = ?", [run_id]).fetchall()
@@ -191,7 +212,7 @@ def delete_cell(con: duckdb.DuckDBPyConnection, run_id: str, cell_id: str) -> No
 def _cell_frames(
     run_id: str, key: CellKey, requests: pl.DataFrame, *, status: str, error: str | None,
     window_s: float | None, gpu_count: int, counters: SpecCounters | None,
-    itl_ms: np.ndarray | None, headline: dict[str, float] | None,
+    itl_ms: np.ndarray | None, headline: dict[str, float] | None, labels: dict[str, str | None] | None = None,
 ) -> dict[str, pl.DataFrame]:
     cell_id = key.cell_id
     reqs = conform_requests(requests)
@@ -202,7 +223,7 @@ def _cell_frames(
     if headline:  # an imported file's own numbers win over recomputation
         values.update({k: v for k, v in headline.items() if v is not None})
     row = {"run_id": run_id, "cell_id": cell_id, **key.as_dict(), "status": status, "error": error,
-           **values, "written_at": _now()}
+           **values, **{k: v for k, v in (labels or {}).items() if k in LABEL_COLUMNS}, "written_at": _now()}
     frames = {"cells": pl.DataFrame([row], infer_schema_length=None)}
     positions = headline.get("positions") if headline and "positions" in headline else metrics.positions
     if positions:
@@ -250,11 +271,14 @@ def write_cell(
     error: str | None = None,
     headline: dict[str, float] | None = None,
     replace: bool = False,
+    labels: dict[str, str | None] | None = None,
 ) -> bool:
-    """Land one cell atomically. Returns False (and writes nothing) when it is already there."""
+    """Land one cell atomically. Returns False (and writes nothing) when it is already there.
+
+    ``labels``: :data:`LABEL_COLUMNS` values (origin, draft_model)."""
     frames = _cell_frames(
         run_id, key, requests, status=status, error=error, window_s=window_s, gpu_count=gpu_count,
-        counters=counters, itl_ms=itl_ms, headline=headline,
+        counters=counters, itl_ms=itl_ms, headline=headline, labels=labels,
     )
     with transaction(con):
         exists = sql.one(con,
