@@ -55,9 +55,8 @@ def _winners_args(p: argparse.ArgumentParser) -> None:
 
 def _winners(args: argparse.Namespace) -> int:
     from analysis.frames import Filters
-    from analysis.winners import winners
-
     from analysis.rescore.config import parse_draft_models
+    from analysis.winners import winners
 
     f = Filters(gpus=tuple(args.gpu), families=tuple(args.family), workloads=tuple(args.workload),
                 methods=tuple(args.method), concurrency=tuple(args.concurrency), depth_min=args.depth_min,

@@ -38,7 +38,7 @@ def ranges(loads: list[int], depths: list[int]) -> Schedule:
     out: list[list[int]] = []
     start = 1
     for i, (c, k) in enumerate(zip(loads, depths, strict=True)):
-        end = int(math.isqrt(c * loads[i + 1])) if i + 1 < len(loads) else max(c, start)
+        end = math.isqrt(c * loads[i + 1]) if i + 1 < len(loads) else max(c, start)
         end = max(end, start)
         if out and out[-1][2] == k:
             out[-1][1] = end

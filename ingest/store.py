@@ -213,6 +213,7 @@ def _cell_frames(
     run_id: str, key: CellKey, requests: pl.DataFrame, *, status: str, error: str | None,
     window_s: float | None, gpu_count: int, counters: SpecCounters | None,
     itl_ms: np.ndarray | None, headline: dict[str, float] | None, labels: dict[str, str | None] | None = None,
+    replicates: dict[str, np.ndarray] | None = None,
 ) -> dict[str, pl.DataFrame]:
     cell_id = key.cell_id
     reqs = conform_requests(requests)
@@ -241,6 +242,12 @@ def _cell_frames(
                 "run_id": run_id, "cell_id": cell_id,
                 "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16), **boot,
             })
+    elif replicates and status == "ok":  # a cell without requests (a prediction) states its own replicates
+        n = max(len(v) for v in replicates.values())
+        frames["cell_bootstrap"] = pl.DataFrame({
+            "run_id": run_id, "cell_id": cell_id, "replicate": np.arange(n, dtype=np.int16),
+            **{m: np.asarray(replicates[m], dtype=float) for m in schema.BOOTSTRAP_METRICS if m in replicates},
+        })
     return frames
 
 
@@ -248,13 +255,15 @@ def cell_frames(
     run_id: str, key: CellKey, requests: pl.DataFrame, *, window_s: float | None, gpu_count: int,
     counters: SpecCounters | None = None, itl_ms: np.ndarray | None = None, status: str = "ok",
     error: str | None = None, headline: dict[str, float] | None = None,
+    labels: dict[str, str | None] | None = None, replicates: dict[str, np.ndarray] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """The rows one cell would land as (cells, positions, requests, cell_bootstrap), without writing.
 
     For importers that land many cells from several files in one transaction via :func:`write_tables_bulk`.
     """
     return _cell_frames(run_id, key, requests, status=status, error=error, window_s=window_s,
-                        gpu_count=gpu_count, counters=counters, itl_ms=itl_ms, headline=headline)
+                        gpu_count=gpu_count, counters=counters, itl_ms=itl_ms, headline=headline, labels=labels,
+                        replicates=replicates)
 
 
 def write_cell(
@@ -272,13 +281,15 @@ def write_cell(
     headline: dict[str, float] | None = None,
     replace: bool = False,
     labels: dict[str, str | None] | None = None,
+    replicates: dict[str, np.ndarray] | None = None,
 ) -> bool:
     """Land one cell atomically. Returns False (and writes nothing) when it is already there.
 
-    ``labels``: :data:`LABEL_COLUMNS` values (origin, draft_model)."""
+    ``labels``: :data:`LABEL_COLUMNS` values (origin, draft_model). ``replicates``: bootstrap replicates per
+    metric for a cell without requests (a factorized plan's prediction)."""
     frames = _cell_frames(
         run_id, key, requests, status=status, error=error, window_s=window_s, gpu_count=gpu_count,
-        counters=counters, itl_ms=itl_ms, headline=headline, labels=labels,
+        counters=counters, itl_ms=itl_ms, headline=headline, labels=labels, replicates=replicates,
     )
     with transaction(con):
         exists = sql.one(con,
