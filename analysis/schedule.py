@@ -10,9 +10,10 @@ depth merge. ``num_speculative_tokens`` is the schedule's largest depth (vLLM ca
 The comparison is the best *static* depth: the one whose worst-to-best ratio, averaged over the loads
 (equal weight per load), is highest. The gain = the mean over loads of schedule / static − 1 (in the
 metric's good direction); its 95 % interval comes from the cells' bootstrap replicates paired by index,
-as in the winner rule. The schedule is **recommended** only when it uses more than one depth and that
-interval excludes zero; otherwise the static depth is the answer (a tie is not a reason to add moving
-parts). Depths are chosen on the point estimates, so the interval shows noise, not the selection's
+as in the winner rule. The schedule is **recommended** only when it uses more than one depth, that
+interval excludes zero and the gain reaches the practical-equivalence margin (2 %, DESIGN); otherwise
+the static depth is the answer (a tie is not a reason to add moving parts). Depths are chosen on the
+point estimates, so the interval shows noise, not the selection's
 optimism; re-scoring weighs the same choice by a trace's own load distribution (analysis.rescore).
 """
 
@@ -31,6 +32,7 @@ from analysis.rescore.config import Choice, Schedule, scheduled
 from analysis.winners import LEVEL, interval
 
 GROUP = ("gpu", "family", "workload", "method")
+SCHEDULE_MARGIN_PCT = 2.0  # DESIGN's practical-equivalence margin: a smaller gain is not worth a schedule
 
 
 def ranges(loads: list[int], depths: list[int]) -> Schedule:
@@ -90,7 +92,7 @@ def derive(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric,
             lo, hi = interval(per_rep, level)
             ci = [_num(lo), _num(hi)]
         multi = len({k for _a, _b, k in sched}) > 1
-        recommended = multi and ci[0] is not None and ci[0] > 0
+        recommended = multi and ci[0] is not None and ci[0] > 0 and gain >= SCHEDULE_MARGIN_PCT
         row0 = g.row(0, named=True)
         choice = scheduled(row0["method"], sched) if recommended else Choice(row0["method"], depths[static])
         drafter = next((d for d in g["draft_model"].to_list() if d), None) if "draft_model" in g.columns else None

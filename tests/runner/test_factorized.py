@@ -83,7 +83,7 @@ def test_factorized_reaches_the_full_grids_winners_with_half_the_gpu_time(runs):
 
 
 def test_predicted_and_confirmed_cells_are_stored_and_labelled(runs):
-    matrix, summary, fs, fact_db, _full, _rest = runs
+    _matrix, summary, fs, fact_db, _full, _rest = runs
     con = duckdb.connect(str(fact_db), read_only=True)
     try:
         by_origin = dict(con.execute("SELECT origin, count(*) FROM cells GROUP BY origin").fetchall())
