@@ -133,3 +133,15 @@ def schedules(con: duckdb.DuckDBPyConnection, metric: str = "output_throughput",
     return {"metric": m.name, "higher_is_better": m.higher_is_better,
             "schedules": derive(cells, values, reps, m, draft_models=draft_models),
             "backends": backends, "simulated": "sim" in backends}
+
+
+def schedule_table(doc: dict) -> pl.DataFrame:
+    """The schedules of a :func:`schedules` document as one table row each (dashboard, exports)."""
+    return pl.DataFrame([{
+        "method": s["method"], "schedule": ", ".join(f"{a}–{b}: {k}" for a, b, k in s["schedule"]),
+        "static_depth": s["static"]["depth"], "gain_vs_static_pct": s["gain_vs_static_pct"],
+        "gain_ci_low": s["gain_ci_pct"][0], "gain_ci_high": s["gain_ci_pct"][1],
+        "recommended": s["recommended"], "command": s["deploy"]["command"]} for s in doc["schedules"]],
+        schema={"method": pl.String, "schedule": pl.String, "static_depth": pl.Int64,
+                "gain_vs_static_pct": pl.Float64, "gain_ci_low": pl.Float64, "gain_ci_high": pl.Float64,
+                "recommended": pl.Boolean, "command": pl.String})
