@@ -113,3 +113,24 @@ def test_the_simulator_gives_a_cell_the_same_samples_in_either_run(runs):
                              [summary.run_id, key.cell_id]).fetchall()[0][0]
     again = simulate_cell(key, REQUESTS, max_output_tokens=matrix.workload(key.workload).max_tokens)
     assert again.window_s == pytest.approx(stored, rel=1e-12)
+
+
+def test_run_cli_with_the_factorized_strategy_reports_its_phases(tmp_path):
+    import json
+
+    from tests.conftest import SMALL_MATRIX, cli
+
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL_MATRIX)
+    db = tmp_path / "s.duckdb"
+    done = cli("runner", "run", "--matrix", str(path), "--strategy", "factorized", "--json", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    fz = out["factorized"]
+    matrix = load_matrix(path)
+    assert fz["cells_measured"] == len(measure_cells(matrix))
+    assert fz["cells_measured"] + fz["cells_predicted"] == len(matrix.cells())
+    assert out["cells_ok"] == fz["cells_measured"] + fz["cells_confirmed"]
+    text = cli("analysis", "winners", "--db", str(db))
+    assert text.returncode == 0 and "vllm serve" in text.stdout
+    assert cli("runner", "run", "--matrix", str(path), "--strategy", "nope", "--db", str(db)).returncode == 2

@@ -241,3 +241,36 @@ def test_goodput_under_an_slo_and_latency_as_the_metric(con):
     assert not p99["higher_is_better"]
     win = p99["recommendations"][0]
     assert win["expected"]["p99_e2e_ms"] == min(c["p99_e2e_ms"] for c in p99["candidates"])
+
+
+def test_each_shard_chooses_between_static_depths_and_a_depth_schedule(con):
+    import json
+    import shlex
+
+    from analysis.schedule import SCHEDULE_MARGIN_PCT, depth_at
+    from tests.analysis.test_deploy import vllm_would_accept
+
+    doc = rescore(con, read_trace(SAMPLES / "azure_conv.csv").frame)
+    with_sched = [r for r in doc["recommendations"] if r["static_vs_scheduled"]]
+    assert with_sched  # the default data's winning depth moves with load: schedules are candidates
+    sched_rows = [c for c in doc["candidates"] if c["schedule"]]
+    assert sched_rows and all("→" in c["label"] for c in sched_rows)
+    for r in with_sched:
+        svs = r["static_vs_scheduled"]
+        argv = shlex.split(r["deploy"]["command"])
+        config = json.loads(argv[argv.index("--speculative-config") + 1])
+        vllm_would_accept(config)
+        if svs["chosen"] == "scheduled":
+            assert r["schedule"] == svs["scheduled"]["schedule"] == config["num_speculative_tokens_per_batch_size"]
+            assert svs["gain_pct"] >= SCHEDULE_MARGIN_PCT
+            assert not any(t["label"] == f"{svs['static']['method']}:{svs['static']['depth']}" for t in r["tied"])
+        else:
+            assert r["schedule"] is None and "num_speculative_tokens_per_batch_size" not in config
+    # at one fixed load a schedule runs one depth: it can never beat that depth by the margin
+    fixed = rescore(con, read_trace(SAMPLES / "azure_conv.csv").frame, RescoreOptions(concurrency=64.0))
+    for r in fixed["recommendations"]:
+        svs = r["static_vs_scheduled"]
+        assert svs is None or svs["chosen"] == "static"
+        if svs is not None:
+            at64 = depth_at(tuple(map(tuple, svs["scheduled"]["schedule"])), 64)
+            assert at64 >= 1 and r["schedule"] is None
