@@ -220,6 +220,11 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
             rec["deploy"] = serve_command(m.model, m.tensor_parallel_size, scored[rec["_winner_index"]],
                                           draft_model=m.draft_models.get(rec["method"]),
                                           draft_models=opts.draft_models).as_dict()
+            if m.draft_models.get(rec["method"]) and rec["needs_draft_model"]:  # the benchmark's own drafter
+                drafters = {**m.draft_models, **opts.draft_models}
+                rec["speculative_config"] = speculative_config(scored[rec["_winner_index"]], drafters)
+                rec["vllm_args"] = vllm_args(rec["speculative_config"])
+                rec["needs_draft_model"] = False
             rec["load"]["reference"] = ref
             recs.append(rec)
             cand_rows += rows
