@@ -243,7 +243,9 @@ def test_goodput_under_an_slo_and_latency_as_the_metric(con):
     p99 = rescore(con, frame, RescoreOptions(**base, metric="p99_e2e_ms"))
     assert not p99["higher_is_better"]
     win = p99["recommendations"][0]
-    assert win["expected"]["p99_e2e_ms"] == min(c["p99_e2e_ms"] for c in p99["candidates"])
+    # the best point estimate wins — among static depths unless a schedule beats them clearly by the margin
+    pool = [c for c in p99["candidates"] if not c["schedule"] or win["schedule"]]
+    assert win["expected"]["p99_e2e_ms"] == min(c["p99_e2e_ms"] for c in pool)
 
 
 def test_each_shard_chooses_between_static_depths_and_a_depth_schedule(con):
