@@ -56,19 +56,28 @@ def _winners_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo-ttft-ms", type=float, default=2000.0, help="goodput SLO: TTFT ≤ this")
     p.add_argument("--slo-tpot-ms", type=float, default=50.0, help="goodput SLO: TPOT ≤ this")
     p.add_argument("--best-depth", action="store_true", help="compare each method at its best depth")
+    p.add_argument("--schedule", action="store_true",
+                   help="per GPU × family × workload × method: the depth schedule per batch size "
+                        "(num_speculative_tokens_per_batch_size) against the best static depth")
+    p.add_argument("--draft-model", action="append", default=[], metavar="METHOD=PATH",
+                   help="drafter checkpoint for the deploy commands (eagle3, dflash, dspark …)")
 
 
 def _winners(args: argparse.Namespace) -> int:
     from analysis.frames import Filters
+    from analysis.rescore.config import parse_draft_models
     from analysis.winners import winners
 
+    drafters = parse_draft_models(args.draft_model)
     with _open(args) as con:
         dims = _checked(con, gpu=args.gpu, family=args.family, workload=args.workload, method=args.method)
         f = Filters(gpus=dims["gpu"], families=dims["family"], workloads=dims["workload"], methods=dims["method"],
                     concurrency=tuple(args.concurrency), depth_min=args.depth_min, depth_max=args.depth_max,
                     runs=tuple(args.run), backends=tuple(args.backend))
+        if args.schedule:
+            return _schedule(args, con, f, drafters)
         res = winners(con, args.metric, f, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
-                      best_depth_per_method=args.best_depth)
+                      best_depth_per_method=args.best_depth, draft_models=drafters)
     if not res["cells"]:
         raise UsageError("no cells match these filters")
     if args.json:
@@ -79,11 +88,40 @@ def _winners(args: argparse.Namespace) -> int:
     for c in res["cells"]:
         w = c["winner"]
         verdict = "clear" if c["clear"] else "tie: " + ", ".join(f"{t['method']}:{t['depth']}" for t in c["tied"])
+        origin = "" if c.get("origin", "measured") == "measured" else f"  [{c['origin']}]"
         print(f"{c['gpu']:<7} {c['family']:<8} {c['workload']:<10} c={c['concurrency']:<4} "
-              f"{w['method']}:{w['depth']:<2} {w['value']:>10.3f}  {verdict}")
+              f"{w['method']}:{w['depth']:<2} {w['value']:>10.3f}  {verdict}{origin}")
         for cand in c["top3"]:  # a suspect acceptance is said wherever its cell is shown
             if cand.get("acceptance_suspect"):
                 print(f"  acceptance suspect ({cand['method']}:{cand['depth']}): {cand['acceptance_suspect']}")
+        if c.get("deploy"):
+            print(f"        {c['deploy']['command']}")
+            if c["deploy"]["note"]:
+                print(f"        # {c['deploy']['note']}")
+    return 0
+
+
+def _schedule(args: argparse.Namespace, con, f, drafters: dict[str, str]) -> int:
+    from analysis.schedule import schedules
+
+    res = schedules(con, args.metric, f, draft_models=drafters)
+    if not res["schedules"]:
+        raise UsageError("no method has cells at two or more loads and depths under these filters")
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    if res["simulated"]:
+        print("SIMULATED data (backend=sim): calibrated model output, not measurements")
+    for s in res["schedules"]:
+        ranges = ", ".join(f"{a}–{b}: {k}" for a, b, k in s["schedule"])
+        lo, hi = s["gain_ci_pct"]
+        ci = f" [{lo:+.1f}, {hi:+.1f}]" if lo is not None else ""
+        verdict = "schedule" if s["recommended"] else f"static depth {s['static']['depth']}"
+        print(f"{s['gpu']:<7} {s['family']:<8} {s['workload']:<10} {s['method']:<7} batch {ranges}  "
+              f"{s['gain_vs_static_pct']:+.1f} %{ci} vs static {s['static']['depth']} → {verdict}")
+        print(f"        {s['deploy']['command']}")
+        if s["deploy"]["note"]:
+            print(f"        # {s['deploy']['note']}")
     return 0
 
 

@@ -129,6 +129,7 @@ def goodput_frame(con: duckdb.DuckDBPyConnection, cells: pl.DataFrame, ttft_ms: 
 def winners(
     con: duckdb.DuckDBPyConnection, metric: str = "output_throughput", f: frames.Filters | None = None,
     *, slo_ttft_ms: float = 2000.0, slo_tpot_ms: float = 50.0, best_depth_per_method: bool = False,
+    draft_models: dict[str, str] | None = None,
 ) -> dict:
     """The winner of every group under the filters, as the CLI's JSON document (DESIGN contract)."""
     m = get_metric(metric)
@@ -140,11 +141,23 @@ def winners(
     else:
         values = cells[m.name].fill_null(np.nan).to_numpy().astype(float)
         reps = frames.replicates(con, cells, m.name)
-    return decide_groups(cells, values, reps, m, best_depth_per_method=best_depth_per_method)
+    return decide_groups(cells, values, reps, m, best_depth_per_method=best_depth_per_method,
+                         draft_models=draft_models)
+
+
+def deploy_for(row: dict, draft_models: dict[str, str] | None = None) -> dict:
+    """The full ``vllm serve`` command of a winning cell (analysis.deploy): its model, the TP size it was
+    benchmarked with, its drafter."""
+    from analysis.deploy import serve_command
+    from analysis.rescore.config import Choice
+
+    choice = Choice(row["method"], 0 if row["method"] == "none" else int(row["depth"]))
+    return serve_command(row["model"], row.get("gpu_count"), choice, draft_model=row.get("draft_model"),
+                         draft_models=draft_models).as_dict()
 
 
 def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric, *,
-                  best_depth_per_method: bool = False) -> dict:
+                  best_depth_per_method: bool = False, draft_models: dict[str, str] | None = None) -> dict:
     out_cells = []
     all_rows = cells.to_dicts()  # once, not per group: the rerun of a dashboard page waits on this
     all_ivals = _interval_list(reps, cells.height)
@@ -189,6 +202,11 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
             "backend": rows[w]["backend"],
             "run_id": rows[w]["run_id"],
             "cell_id": rows[w]["cell_id"],
+            # measured | predicted (a factorized plan's model value, no requests behind it) | confirmed
+            "origin": rows[w].get("origin") or "measured",
+            "predicted": [{"method": rows[j]["method"], "depth": int(rows[j]["depth"])} for j in d.order[:3]
+                          if rows[j].get("origin") == "predicted"],
+            "deploy": deploy_for(rows[w], draft_models) if "model" in rows[w] else None,
         })
     backends = sorted({row["backend"] for row in all_rows})
     return {"metric": m.name, "higher_is_better": m.higher_is_better, "cells": out_cells, "backends": backends,

@@ -89,6 +89,8 @@ def winner_rows(doc: dict) -> pl.DataFrame:
             "text_color": theme.TEXT_ON.get(w["method"], "#000000"),
             "top1": top[0] if top else "", "top2": top[1] if len(top) > 1 else "",
             "top3": top[2] if len(top) > 2 else "", "backend": c["backend"],
+            "origin": c.get("origin", "measured"),
+            "command": (c.get("deploy") or {}).get("command", ""),
         })
     return pl.DataFrame(rows, schema_overrides={"gain_vs_none_pct": pl.Float64, "value": pl.Float64})
 

@@ -85,6 +85,16 @@ def winners_doc(path: str, st_: tuple, metric: str, f: frames.Filters, slo: Slo,
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
+def schedules_doc(path: str, st_: tuple, metric: str, f: frames.Filters, draft_models: tuple[tuple[str, str], ...] = ()
+                  ) -> dict:
+    """analysis.schedule's document (depth schedule per batch size vs the best static depth, with commands)."""
+    from analysis.schedule import schedules
+
+    with _reader(path).connection() as con:
+        return schedules(con, metric, f, draft_models=dict(draft_models))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
 def drill(path: str, st_: tuple, group: drilldown.Group, metric: str, f: frames.Filters, slo: Slo
           ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     with _reader(path).connection() as con:

@@ -7,6 +7,7 @@ widget key, ``<page>.cell``, whose value is ``GPU|family|workload`` (validated a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import streamlit as st
@@ -14,6 +15,7 @@ import streamlit as st
 from analysis.cellvalues import Slo
 from analysis.drilldown import Group, suspects
 from analysis.frames import Filters
+from analysis.schedule import schedule_table
 from dashboard import charts, data, export, state
 from dashboard.state import Param
 
@@ -71,9 +73,20 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
         w = verdict["winner"]
         text = (f"clear winner **{charts.cand(w['method'], w['depth'])}**" if verdict["clear"] else
                 "**tie** between " + ", ".join(charts.cand(t["method"], t["depth"]) for t in verdict["tied"]))
+        origin = verdict.get("origin", "measured")
+        if origin != "measured":
+            text += (" (predicted: a cost-model value, not measured)" if origin == "predicted"
+                     else " (confirmed: measured to check a prediction)")
         st.markdown(f"**{gpu} · {family} · {workload} · concurrency {concurrency}** — {text}")
     for label, reason in suspects(ranked):
         st.warning(f"Acceptance of {label} is suspect: {reason}")
+        if verdict.get("deploy"):
+            st.code(verdict["deploy"]["command"], language="bash")
+            if verdict["deploy"]["note"]:
+                st.warning(verdict["deploy"]["note"])
+        if verdict.get("predicted"):
+            st.caption("Predicted (not measured) among the top candidates: "
+                       + ", ".join(charts.cand(p["method"], p["depth"]) for p in verdict["predicted"]))
     name = export.slug(page, "detail", metric, gpu, family, workload, f"c{concurrency}")
     where = f"{gpu} · {family} · {workload} · concurrency {concurrency}"  # an exported chart says which cell
     sim = bool(doc.get("simulated"))
@@ -99,7 +112,30 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
                    name + f"_{lat}", f"{page}.drill.lat")
     with st.expander("Every candidate (table)"):
         st.dataframe(ranked.drop("run_id", "cell_id"), hide_index=True)
+    _schedules(page, metric, f, gpu, family, workload)
     return picked
+
+
+def _schedules(page: str, metric: str, f: Filters, gpu: str, family: str, workload: str) -> None:
+    """The depth schedule per batch size of each method of this GPU × family × workload (analysis.schedule)."""
+    if metric == "goodput":
+        st.caption("Depth schedules are derived for metrics with stored replicates (not goodput).")
+        return
+    doc = data.schedules_doc(data.db_path(), data.stamp(), metric,
+                             replace(f, gpus=(gpu,), families=(family,), workloads=(workload,), concurrency=()))
+    rows = schedule_table(doc)
+    st.markdown("**Depth schedule per batch size** (`num_speculative_tokens_per_batch_size`, across every load)")
+    if not rows.height:
+        st.caption("No method has cells at two or more loads and depths here.")
+        return
+    st.dataframe(rows.drop("command"), hide_index=True, key=f"{page}.drill.sched")
+    best = doc["schedules"][0] if doc["schedules"] else None
+    for s in doc["schedules"]:
+        if s["recommended"] and (best is None or not best["recommended"]
+                                 or s["gain_vs_static_pct"] > best["gain_vs_static_pct"]):
+            best = s
+    if best and best["recommended"]:
+        st.code(best["deploy"]["command"], language="bash")
 
 
 def seed_and_keep(page: str, ps: list[Param]) -> list[str]:

@@ -4,7 +4,7 @@ change (tests/ingest/test_store.py fails while this is stale).
 The store's DDL (DuckDB dialect), column lists and version as plain data, so opening the store never imports
 SQLAlchemy."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     'meta': (
@@ -75,6 +75,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'mean_tpot_ms',
         'mean_e2e_ms',
         'written_at',
+        'origin',
+        'draft_model',
     ),
     'positions': (
         'run_id',
@@ -271,6 +273,8 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'mean_tpot_ms': 'DOUBLE PRECISION',
         'mean_e2e_ms': 'DOUBLE PRECISION',
         'written_at': 'TIMESTAMP WITHOUT TIME ZONE',
+        'origin': 'VARCHAR',
+        'draft_model': 'VARCHAR',
     },
     'positions': {
         'run_id': 'VARCHAR',
@@ -462,6 +466,8 @@ DDL: tuple[str, ...] = (
         '\tmean_tpot_ms DOUBLE PRECISION, \n'
         '\tmean_e2e_ms DOUBLE PRECISION, \n'
         '\twritten_at TIMESTAMP WITHOUT TIME ZONE, \n'
+        '\torigin VARCHAR, \n'
+        '\tdraft_model VARCHAR, \n'
         '\tPRIMARY KEY (run_id, cell_id)\n'
         ')'
     ),

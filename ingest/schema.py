@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 metadata = MetaData()
 
 meta = Table(
@@ -102,6 +102,11 @@ cells = Table(
     Column("mean_tpot_ms", Double),
     Column("mean_e2e_ms", Double),
     Column("written_at", DateTime),
+    # v2: how the cell's numbers came to be — measured (NULL reads as measured), predicted (the factorized
+    # plan's cost-model prediction, no requests behind it) or confirmed (measured to check a prediction) —
+    # and the drafter checkpoint the server ran with (the matrix's draft_model), for the deploy command.
+    Column("origin", String),
+    Column("draft_model", String),
 )
 
 positions = Table(
@@ -254,6 +259,8 @@ watch_events = Table(
     Column("kind", String, primary_key=True),  # error | config_change | relabel
     Column("detail", String),
 )
+
+ORIGINS: tuple[str, ...] = ("measured", "predicted", "confirmed")  # cells.origin (runner/factorized)
 
 
 def ddl_statements() -> list[str]:

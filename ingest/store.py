@@ -170,17 +170,24 @@ def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
 _ENSURED: set[str] = set()  # stores whose schema this process already created or checked
 
 
+def stored_version(con: duckdb.DuckDBPyConnection) -> int:
+    row = sql.one(con, "SELECT value FROM meta WHERE key = 'schema_version'")
+    return int(row[0]) if row else 0
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    found = None
     if _has_meta(con):
         check_version(con, path)
-        if str(path.resolve()) in _ENSURED:
+        found = stored_version(con)
+        if str(path.resolve()) in _ENSURED and found == ddl.SCHEMA_VERSION:
             return
     with transaction(con):  # a store killed while being created has all its tables or none
         for statement in ddl.DDL:
             con.execute(statement)
         add_missing_columns(con)
         con.execute(
-            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [str(ddl.SCHEMA_VERSION)],
         )
     _ENSURED.add(str(path.resolve()))
@@ -203,8 +210,8 @@ def add_missing_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def _migrate_columns(path: Path, wait_s: float) -> None:
-    """A store from before a column existed, opened read-only: add the columns once (briefly writable), so
-    readers may select every column of this schema."""
+    """A store from an older spectune (an older schema version, or without a column this one has), opened
+    read-only: bring it up to date once (briefly writable), so readers may select every column of this schema."""
     con = _open(path, True, wait_s)
     try:
         if not _has_meta(con):
@@ -212,12 +219,14 @@ def _migrate_columns(path: Path, wait_s: float) -> None:
         have = {(t, c) for t, c in con.execute("SELECT table_name, column_name FROM information_schema.columns "
                                               "WHERE table_schema = current_schema()").fetchall()}
         tables = {t for t, _ in have}
-        missing = any(t in tables and (t, c) not in have for t, cols in ddl.COLUMNS.items() for c in cols)
+        old = (stored_version(con) < ddl.SCHEMA_VERSION
+               or any(t in tables and (t, c) not in have for t, cols in ddl.COLUMNS.items() for c in cols))
     finally:
         con.close()
-    if missing:
-        with contextlib.closing(_open(path, False, wait_s)) as rw, transaction(rw):
-            add_missing_columns(rw)
+    if old:
+        _ENSURED.discard(str(path.resolve()))
+        with contextlib.closing(_open(path, False, wait_s)) as rw:
+            ensure_schema(rw, path)
 
 
 def connect(
@@ -312,6 +321,8 @@ def find_run_by_file_hash(con: duckdb.DuckDBPyConnection, file_hash: str) -> str
 
 # ---- cells ------------------------------------------------------------------------------------------
 
+LABEL_COLUMNS = ("origin", "draft_model")  # cell columns a writer states (how the numbers came to be)
+
 def cell_status(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
     """cell_id → status for every cell already in a run (what ``--resume`` skips)."""
     rows = con.execute("SELECT cell_id, status FROM cells WHERE run_id = ?", [run_id]).fetchall()
@@ -326,7 +337,8 @@ def delete_cell(con: duckdb.DuckDBPyConnection, run_id: str, cell_id: str) -> No
 def _cell_frames(
     run_id: str, key: CellKey, requests: pl.DataFrame, *, status: str, error: str | None,
     window_s: float | None, gpu_count: int, counters: SpecCounters | None,
-    itl_ms: np.ndarray | None, headline: dict[str, float] | None,
+    itl_ms: np.ndarray | None, headline: dict[str, float] | None, labels: dict[str, str | None] | None = None,
+    replicates: dict[str, np.ndarray] | None = None,
 ) -> dict[str, pl.DataFrame]:
     cell_id = key.cell_id
     reqs = conform_requests(requests)
@@ -337,7 +349,7 @@ def _cell_frames(
     if headline:  # an imported file's own numbers win over recomputation
         values.update({k: v for k, v in headline.items() if v is not None})
     row = {"run_id": run_id, "cell_id": cell_id, **key.as_dict(), "status": status, "error": error,
-           **values, "written_at": _now()}
+           **values, **{k: v for k, v in (labels or {}).items() if k in LABEL_COLUMNS}, "written_at": _now()}
     frames = {"cells": pl.DataFrame([row], infer_schema_length=None)}
     positions = headline.get("positions") if headline and "positions" in headline else metrics.positions
     if positions:
@@ -360,6 +372,12 @@ def _cell_frames(
                 "run_id": run_id, "cell_id": cell_id,
                 "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16), **boot,
             })
+    elif replicates and status == "ok":  # a cell without requests (a prediction) states its own replicates
+        n = max(len(v) for v in replicates.values())
+        frames["cell_bootstrap"] = pl.DataFrame({
+            "run_id": run_id, "cell_id": cell_id, "replicate": np.arange(n, dtype=np.int16),
+            **{m: np.asarray(replicates[m], dtype=float) for m in ddl.COLUMNS["cell_bootstrap"][3:] if m in replicates},
+        })
     return frames
 
 
@@ -367,13 +385,15 @@ def cell_frames(
     run_id: str, key: CellKey, requests: pl.DataFrame, *, window_s: float | None, gpu_count: int,
     counters: SpecCounters | None = None, itl_ms: np.ndarray | None = None, status: str = "ok",
     error: str | None = None, headline: dict[str, float] | None = None,
+    labels: dict[str, str | None] | None = None, replicates: dict[str, np.ndarray] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """The rows one cell would land as (cells, positions, requests, cell_bootstrap), without writing.
 
     For importers that land many cells from several files in one transaction via :func:`write_tables_bulk`.
     """
     return _cell_frames(run_id, key, requests, status=status, error=error, window_s=window_s,
-                        gpu_count=gpu_count, counters=counters, itl_ms=itl_ms, headline=headline)
+                        gpu_count=gpu_count, counters=counters, itl_ms=itl_ms, headline=headline, labels=labels,
+                        replicates=replicates)
 
 
 def write_cell(
@@ -390,11 +410,16 @@ def write_cell(
     error: str | None = None,
     headline: dict[str, float] | None = None,
     replace: bool = False,
+    labels: dict[str, str | None] | None = None,
+    replicates: dict[str, np.ndarray] | None = None,
 ) -> bool:
-    """Land one cell atomically. Returns False (and writes nothing) when it is already there."""
+    """Land one cell atomically. Returns False (and writes nothing) when it is already there.
+
+    ``labels``: :data:`LABEL_COLUMNS` values (origin, draft_model). ``replicates``: bootstrap replicates per
+    metric for a cell without requests (a factorized plan's prediction)."""
     frames = _cell_frames(
         run_id, key, requests, status=status, error=error, window_s=window_s, gpu_count=gpu_count,
-        counters=counters, itl_ms=itl_ms, headline=headline,
+        counters=counters, itl_ms=itl_ms, headline=headline, labels=labels, replicates=replicates,
     )
     with transaction(con):
         exists = sql.one(con,

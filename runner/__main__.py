@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="cells, server configs and estimated GPU-hours of a matrix")
     plan.add_argument("--matrix", required=True, type=Path)
     plan.add_argument("--db", type=Path, default=None, help="store for earlier-run estimates (env SPECTUNE_DB)")
+    plan.add_argument("--strategy", choices=["full", "factorized"], default="full",
+                      help="full: every cell; factorized: measure what decides the winner, predict the rest")
     plan.add_argument("--json", action="store_true")
     run = sub.add_parser("run", help="run a matrix and write results to the store")
     run.add_argument("--matrix", required=True, type=Path)
@@ -36,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-dir", type=Path, default=None,
                      help="vllm: server logs and pidfiles go to RUNS_DIR/<run id>/ (default: <db folder>/runs)")
     run.add_argument("--db", type=Path, default=None, help="store path (default data/spectune.duckdb or SPECTUNE_DB)")
+    run.add_argument("--strategy", choices=["full", "factorized"], default="full",
+                     help="full: every cell; factorized: deepest + one shallow depth + baseline measured, the rest "
+                          "predicted by the cost model, the contenders confirmed (docs/matrix.md)")
     run.add_argument("--json", action="store_true", help="print one JSON summary, no progress display")
     return ap
 
@@ -64,9 +69,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             resolve_source(wl, matrix.path.parent)
         except InputError as exc:
             warnings.append(exc.one_line().replace("error: ", "warning: ", 1))
-    plan = plan_matrix(matrix, args.db)
     for w in warnings:
         print(w, file=sys.stderr)
+    if args.strategy == "factorized":
+        return _print_factorized(args, matrix)
+    plan = plan_matrix(matrix, args.db)
     if args.json:
         print(json.dumps(plan.as_dict(), indent=2))
         return 0
@@ -92,6 +99,22 @@ def _cmd_plan(args: argparse.Namespace) -> int:
               f"(~{a['adaptive_gpu_hours']:.1f} vs ~{a['fixed_gpu_hours']:.1f})")
     elif plan.adaptive:
         print(f"adaptive stopping: {plan.adaptive.get('note', 'no simulated estimate')}")
+    return 0
+
+
+def _print_factorized(args: argparse.Namespace, matrix) -> int:
+    from runner.plan import factorized_plan
+
+    fp = factorized_plan(matrix, args.db)
+    if args.json:
+        print(json.dumps(fp, indent=2))
+        return 0
+    m, c, f = fp["measure"], fp["confirm_expected"], fp["full_grid"]
+    print(f"factorized plan: measure {_plural(m['cells'], 'cell')} in {_plural(m['server_configs'], 'server config')} "  # type: ignore[index]
+          f"(~{m['estimated_gpu_hours']:.1f} GPU-hours), predict {fp['predicted_cells']} with the cost model, "  # type: ignore[index]
+          f"confirm ~{c['cells']} (~{c['estimated_gpu_hours']:.1f} GPU-hours, estimated)")  # type: ignore[index]
+    print(f"  ~{fp['estimated_gpu_hours']:.1f} GPU-hours vs ~{f['estimated_gpu_hours']:.1f} for the full grid "  # type: ignore[index]
+          f"({f['cells']} cells, {f['server_configs']} server configs): {fp['saving_pct']:g} % less GPU time")  # type: ignore[index]
     return 0
 
 
@@ -170,7 +193,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         with _stop_on_terminate():
-            if args.ray:
+            if args.strategy == "factorized":
+                if args.ray:
+                    raise UsageError("--strategy factorized runs locally; it cannot be combined with --ray yet")
+                from runner.factorized import run_factorized
+
+                with progress_display(quiet=args.json) as progress:
+                    summary, fsum = run_factorized(matrix, opts, progress=progress, backend=backend, notify=_note)
+            elif args.ray:
                 from runner.cluster import run_matrix_ray
 
                 with progress_display(quiet=args.json) as progress:
@@ -185,8 +215,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 128 + (exc.signum or signal.SIGINT)
     # Scripts must tell "nothing worked" from success: no cell ran well this time, and some were tried.
     code = NO_CELL_SUCCEEDED if summary.cells_failed and not summary.cells_ok else 0
+    factorized = fsum.as_dict() if args.strategy == "factorized" else None
     if args.json:
-        print(json.dumps(summary.as_dict()))
+        print(json.dumps({**summary.as_dict(), **({"factorized": factorized} if factorized else {})}))
         return code
     skipped = "already in the store"
     if summary.skipped_failed:
@@ -201,6 +232,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         line += f"; server logs: {runs_dir_for(opts) / slug(summary.run_id)}"
     print(line)
+    if factorized:
+        err = factorized["prediction_error_pct"] or {}
+        print(f"  factorized: {factorized['cells_measured']} measured, {factorized['cells_predicted']} predicted "
+              f"(run {summary.run_id}-predicted), {factorized['cells_confirmed']} confirmed in "
+              f"{factorized['confirm_rounds']} round(s); ~{factorized['gpu_hours']:.1f} GPU-hours; prediction error "
+              f"median {err.get('median', '–')} %, max {err.get('max', '–')} %")
     for f in summary.failures:  # the reasons, so nobody has to dig them out of the store
         print(f"  failed {f.get('cell', f['cell_id'])}: {f['error']}")
     if code:

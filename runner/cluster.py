@@ -34,6 +34,7 @@ from runner.execute import (
     Progress,
     RunOptions,
     RunSummary,
+    drafter,
     group_by_config,
     land,
     pending_cells,
@@ -157,7 +158,8 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
         nonlocal done
         with store.session(opts.db) as con:
             for outcome in outcomes:
-                land(con, run_id, outcome, summary, replace=opts.retry_failed)
+                land(con, run_id, outcome, summary, replace=opts.retry_failed,
+                     labels={"draft_model": drafter(config), "origin": opts.origin})
         done += len(outcomes)
         if progress:
             progress(config.label(), done, total)

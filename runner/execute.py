@@ -29,6 +29,8 @@ class RunOptions:
     retry_failed: bool = False
     run_id: str | None = None
     runs_dir: Path | None = None  # server logs + pidfiles: <runs_dir>/<run_id>/ (default: <db folder>/runs)
+    only: frozenset[str] | None = None  # run just these cell ids of the matrix (a factorized plan's phases)
+    origin: str = "measured"  # cells.origin of what lands (confirmed: a factorized plan's check of a prediction)
 
 
 def runs_dir_for(opts: RunOptions) -> Path:
@@ -102,6 +104,8 @@ def pending_cells_detail(matrix: Matrix, run_id: str, opts: RunOptions) -> tuple
         done = store.cell_status(con, run_id)
     todo, skipped, skipped_failed = [], 0, 0
     for key in matrix.cells():
+        if opts.only is not None and key.cell_id not in opts.only:
+            continue
         status = done.get(key.cell_id)
         if status == "ok" or (status == "failed" and not opts.retry_failed):
             skipped += 1
@@ -128,11 +132,17 @@ def group_by_config(matrix: Matrix, cells: list[CellKey]) -> list[tuple[ServerCo
     return [(cfg, wanted[cfg.key]) for cfg in matrix.server_configs() if cfg.key in wanted]
 
 
-def land(con, run_id: str, outcome: CellOutcome, summary: RunSummary, replace: bool) -> None:
+def drafter(cfg: ServerConfig) -> str | None:
+    """The drafter checkpoint a server config runs with (the family's per-method one, else the method's)."""
+    return cfg.family_spec.draft_models.get(cfg.method) or cfg.method_spec.draft_model or None
+
+
+def land(con, run_id: str, outcome: CellOutcome, summary: RunSummary, replace: bool,
+         labels: dict[str, str | None] | None = None) -> None:
     if outcome.status == "ok":
         store.write_cell(con, run_id, outcome.key, outcome.requests, window_s=outcome.window_s,
                          gpu_count=outcome.gpu_count, counters=outcome.counters, itl_ms=outcome.itl_ms,
-                         replace=replace)
+                         replace=replace, labels=labels)
         summary.cells_ok += 1
     else:
         store.write_failed_cell(con, run_id, outcome.key, outcome.error or "failed", replace=replace)
@@ -190,13 +200,15 @@ def _run(matrix: Matrix, opts: RunOptions, backend: Backend, run_id: str, summar
         with contextlib.ExitStack() as stack:
             shared = None if per_cell else stack.enter_context(store.session(opts.db))
 
-            def sink(outcome: CellOutcome, label: str = cfg.label(), shared=shared) -> None:
+            labels = {"draft_model": drafter(cfg), "origin": opts.origin}
+
+            def sink(outcome: CellOutcome, label: str = cfg.label(), shared=shared, labels=labels) -> None:
                 nonlocal done
                 if shared is not None:
-                    land(shared, run_id, outcome, summary, replace=opts.retry_failed)
+                    land(shared, run_id, outcome, summary, replace=opts.retry_failed, labels=labels)
                 else:
                     with store.session(opts.db) as con:
-                        land(con, run_id, outcome, summary, replace=opts.retry_failed)
+                        land(con, run_id, outcome, summary, replace=opts.retry_failed, labels=labels)
                 done += 1
                 if progress:
                     progress(label, done, total)

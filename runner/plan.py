@@ -92,7 +92,9 @@ def _requests_basis(matrix: Matrix) -> tuple[float, str, dict[str, object] | Non
     return float(matrix.adaptive.max_requests), "adaptive_max", saving
 
 
-def plan_matrix(matrix: Matrix, db: Path | None = None) -> Plan:
+def plan_matrix(matrix: Matrix, db: Path | None = None, cells: list[CellKey] | None = None) -> Plan:
+    """The plan of the whole grid, or of ``cells`` only (a factorized plan's phases): server configs without
+    any of them are not started."""
     earlier = earlier_seconds_per_request(db)
     requests, basis, saving = _requests_basis(matrix)
     sources = {"earlier_runs": 0, "cost_model": 0, "flat_guess": 0}
@@ -100,9 +102,10 @@ def plan_matrix(matrix: Matrix, db: Path | None = None) -> Plan:
     gpu_hours = 0.0
     cell_gpu_hours = 0.0  # the part that scales with requests per cell (not server starts)
     cells_by_cfg: dict[tuple, list[CellKey]] = {}
-    for key in matrix.cells():
+    for key in (matrix.cells() if cells is None else cells):
         cells_by_cfg.setdefault(key.server_config, []).append(key)
-    for order, cfg in enumerate(matrix.server_configs(), start=1):
+    configs_run = [cfg for cfg in matrix.server_configs() if cells is None or cfg.key in cells_by_cfg]
+    for order, cfg in enumerate(configs_run, start=1):
         cells = cells_by_cfg.get(cfg.key, [])
         seconds = SERVER_START_S
         for key in cells:
@@ -146,3 +149,27 @@ def adaptive_plan(saving: dict[str, object] | None, requests: float, gpu_hours: 
     adaptive = start_hours + per_request * float(saving["mean_adaptive_requests_per_cell"])  # type: ignore[arg-type]
     return {**saving, "fixed_gpu_hours": round(fixed, 3), "adaptive_gpu_hours": round(adaptive, 3),
             "gpu_hours_saved": round(fixed - adaptive, 3)}
+
+
+def factorized_plan(matrix: Matrix, db: Path | None = None) -> dict[str, object]:
+    """``plan --strategy factorized``: the measure phase, an estimated confirm phase, and the full grid's
+    GPU-hours, estimated the same way (runner/factorized.py)."""
+    from runner.factorized import FactorizedOptions, expected_confirmations, measure_cells
+
+    full = plan_matrix(matrix, db)
+    measure = plan_matrix(matrix, db, measure_cells(matrix))
+    confirm = plan_matrix(matrix, db, expected_confirmations(matrix, FactorizedOptions().per_round))
+    total = measure.estimated_gpu_hours + confirm.estimated_gpu_hours
+    saving = (1 - total / full.estimated_gpu_hours) * 100 if full.estimated_gpu_hours else 0.0
+    return {"strategy": "factorized", "cells": measure.cells + confirm.cells,
+            "server_configs": measure.server_configs, "estimated_gpu_hours": round(total, 3),
+            "measure": {"cells": measure.cells, "server_configs": len(measure.server_configs),
+                        "estimated_gpu_hours": round(measure.estimated_gpu_hours, 3)},
+            "confirm_expected": {"cells": confirm.cells, "server_configs": len(confirm.server_configs),
+                                 "estimated_gpu_hours": round(confirm.estimated_gpu_hours, 3),
+                                 "basis": "cost model's top 2 unmeasured candidates per group, one round"},
+            "predicted_cells": full.cells - measure.cells,
+            "full_grid": {"cells": full.cells, "server_configs": len(full.server_configs),
+                          "estimated_gpu_hours": round(full.estimated_gpu_hours, 3)},
+            "saving_pct": round(saving, 1), "estimate_sources": measure.estimate_sources,
+            "requests_per_cell": round(measure.requests_per_cell, 1), "server_start_s": SERVER_START_S}

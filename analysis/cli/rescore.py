@@ -121,11 +121,18 @@ def _print(res: dict) -> None:
     for r in res["recommendations"]:
         gain = "" if r["gain_vs_default_pct"] is None else f"{r['gain_vs_default_pct']:+.1f}% vs default"
         verdict = "clear" if r["clear"] else "tie: " + ", ".join(
-            f"{x['method']}:{x['depth']}" for x in r["tied"][:4]) + (" …" if len(r["tied"]) > 4 else "")
-        print(f"{r['gpu']:<7} {r['family']:<8} {r['shard'][:16]:<16} {r['method']}:{r['depth']:<2} {gain:<20} "
+            x.get("label", f"{x['method']}:{x['depth']}") for x in r["tied"][:4]) + (" …" if len(r["tied"]) > 4 else "")
+        print(f"{r['gpu']:<7} {r['family']:<8} {r['shard'][:16]:<16} {r.get('label', r['method']):<10} {gain:<20} "
               f"{verdict}")
-        drafter = "  # add \"model\": <drafter checkpoint>" if r["needs_draft_model"] else ""
-        print(f"        vllm serve {r['model']} {r['vllm_args'] or '(no speculative flag)'}{drafter}")
+        svs = r.get("static_vs_scheduled")
+        if svs:
+            lo_hi = svs["gain_ci_pct"] or [None, None]
+            ci = f" [{lo_hi[0]:+.1f}, {lo_hi[1]:+.1f}]" if lo_hi[0] is not None else ""
+            print(f"        depth schedule {svs['gain_pct']:+.1f} %{ci} vs static {svs['static']['method']}:"
+                  f"{svs['static']['depth']} on this shard's loads → {svs['chosen']}")
+        print(f"        {r['deploy']['command']}")
+        if r["deploy"]["note"]:
+            print(f"        # {r['deploy']['note']}")
     for tax in res["tax"]:
         print(f"tax of the default on {tax['gpu']} {tax['family']}: {tax['output_throughput_gain_pct']:+.1f}% "
               "throughput left on the table")

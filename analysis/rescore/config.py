@@ -24,16 +24,33 @@ NEEDS_DRAFT_MODEL: frozenset[str] = frozenset({"eagle3", "eagle", "dflash", "dsp
 MAX_DEPTH = 16
 
 
+Schedule = tuple[tuple[int, int, int], ...]  # inclusive (first batch size, last batch size, depth) ranges
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Choice:
-    """One candidate configuration: a method and its depth (``num_speculative_tokens``; 0 for none)."""
+    """One candidate configuration: a method and its depth (``num_speculative_tokens``; 0 for none).
+
+    With a ``schedule`` the depth follows the batch size (vLLM's ``num_speculative_tokens_per_batch_size``)
+    and ``depth`` is its largest depth, the cap vLLM applies to every range.
+    """
 
     method: str
     depth: int
+    schedule: Schedule = ()
 
     @property
     def label(self) -> str:
-        return "none" if self.method == "none" else f"{self.method}:{self.depth}"
+        if self.method == "none":
+            return "none"
+        if self.schedule:
+            return f"{self.method}:" + ",".join(f"{a}-{b}→{k}" for a, b, k in self.schedule)
+        return f"{self.method}:{self.depth}"
+
+
+def scheduled(method: str, schedule: Schedule) -> Choice:
+    """The choice that runs ``method`` at each batch range's depth."""
+    return Choice(method, max(k for _a, _b, k in schedule), tuple(tuple(int(x) for x in r) for r in schedule))
 
 
 def parse_choice(text: str) -> Choice:
@@ -67,6 +84,8 @@ def speculative_config(choice: Choice, draft_models: dict[str, str] | None = Non
     if choice.method == "none":
         return None
     config: dict[str, Any] = {"method": choice.method, "num_speculative_tokens": choice.depth}
+    if choice.schedule:
+        config["num_speculative_tokens_per_batch_size"] = [list(r) for r in choice.schedule]
     if choice.method == "ngram":
         config.update(NGRAM_DEFAULTS)
     model = (draft_models or {}).get(choice.method)

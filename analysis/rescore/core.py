@@ -20,13 +20,15 @@ import numpy as np
 import polars as pl
 
 from analysis import calibration
+from analysis.deploy import serve_command
 from analysis.metrics import Metric, get_metric
 from analysis.rescore import drift as drift_model
 from analysis.rescore import fill
-from analysis.rescore.config import Choice, needs_draft_model, speculative_config, vllm_args
+from analysis.rescore.config import Choice, needs_draft_model, scheduled, speculative_config, vllm_args
 from analysis.rescore.matrix import CellSamples, Matrix, load_matrices
 from analysis.rescore.score import Prediction, ShardInput, collapse, score
 from analysis.rescore.trace import TraceBuckets, bucketize
+from analysis.schedule import SCHEDULE_MARGIN_PCT, depth_at, ranges
 from analysis.winners import decide, interval
 from ingest.errors import UsageError
 
@@ -106,7 +108,8 @@ def _candidate_cells(m: Matrix, choice: Choice, si: ShardInput, store: list[str]
     for w, wl in enumerate(store):
         per_g: list[CellSamples | None] = []
         for c in si.grid:
-            cell = fill.fill(m, choice.method, choice.depth, wl, c) if w in needed else None
+            depth = depth_at(choice.schedule, c) if choice.schedule else choice.depth
+            cell = fill.fill(m, choice.method, depth, wl, c) if w in needed else None
             if cell is None and w in needed:
                 return None
             if cell is not None and wl in factors:
@@ -114,6 +117,33 @@ def _candidate_cells(m: Matrix, choice: Choice, si: ShardInput, store: list[str]
             per_g.append(cell)
         cells.append(per_g)
     return cells
+
+
+def shard_schedules(m: Matrix, si: ShardInput, store: list[str]) -> list[Choice]:
+    """Per method, the depth schedule per batch size for this shard: at each load of its grid, the measured
+    depth with the most output tokens per request-second over the shard's workload mix (Σ out / Σ e2e of
+    the cells' requests), as inclusive batch ranges (analysis.schedule.ranges). Only schedules that use more
+    than one depth are candidates; the winner rule then picks between them and the static depths."""
+    weights = {w: float(si.n[si.wi == w].sum()) for w in set(si.wi.tolist())}
+    out = []
+    for method in sorted({k[0] for k in m.cells if k[0] != "none"}):
+        depths = sorted({k[1] for k in m.cells if k[0] == method})
+        best = []
+        for c in si.grid:
+            speed = {}
+            for d in depths:
+                cells = [m.cells.get((method, d, store[w], c)) for w in weights]
+                if any(cell is None for cell in cells):
+                    continue
+                speed[d] = sum(wt * float(cell.out.sum()) / float((cell.ttft + np.maximum(cell.out - 1, 0) * cell.tpot
+                                                                   ).sum())
+                               for wt, cell in zip(weights.values(), cells, strict=True))
+            if not speed:
+                break
+            best.append(max(speed, key=lambda d: (speed[d], -d)))
+        if len(best) == len(si.grid) and len(set(best)) > 1:
+            out.append(scheduled(method, ranges(list(si.grid), best)))
+    return out
 
 
 def _expected(p: Prediction) -> dict:
@@ -127,6 +157,7 @@ def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[s
                  factors: dict[str, float]) -> tuple[list[Choice], list[Prediction], list[str], str | None]:
     """Score every candidate at the operating point of the reference config (the default, else none)."""
     dep = fill.deployment(m.family, m.gpu)
+    choices = [*choices, *shard_schedules(m, si, store)]
     cells = {ch: _candidate_cells(m, ch, si, store, factors) for ch in choices}
     ref = next((ch for ch in (opts.default, Choice("none", 0), *choices) if cells.get(ch) is not None), None)
     if ref is None:
@@ -138,7 +169,8 @@ def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[s
         if cells[ch] is None:
             unscored.append(ch.label)
             continue
-        preds.append(score(cells[ch], si, method=ch.method, depth=ch.depth, load=load, **kw))
+        depth = [depth_at(ch.schedule, c) for c in si.grid] if ch.schedule else ch.depth
+        preds.append(score(cells[ch], si, method=ch.method, depth=depth, load=load, **kw))
         scored.append(ch)
     return scored, preds, unscored, ref.label
 
@@ -185,12 +217,21 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
                 continue
             rec, rows = _decide(family, gpu, shard, scored, preds, unscored, metric, opts, si, b, scored_as)
             rec["model"] = m.model
+            rec["deploy"] = serve_command(m.model, m.tensor_parallel_size, scored[rec["_winner_index"]],
+                                          draft_model=m.draft_models.get(rec["method"]),
+                                          draft_models=opts.draft_models).as_dict()
+            if m.draft_models.get(rec["method"]) and rec["needs_draft_model"]:  # the benchmark's own drafter
+                drafters = {**m.draft_models, **opts.draft_models}
+                rec["speculative_config"] = speculative_config(scored[rec["_winner_index"]], drafters)
+                rec["vllm_args"] = vllm_args(rec["speculative_config"])
+                rec["needs_draft_model"] = False
             rec["load"]["reference"] = ref
             recs.append(rec)
             cand_rows += rows
             if opts.default in scored:
                 st_default += preds[scored.index(opts.default)].server_s
-                st_best += preds[scored.index(Choice(rec["method"], rec["depth"]))].server_s
+                st_best += preds[rec.pop("_winner_index")].server_s
+            rec.pop("_winner_index", None)
         if st_best > 0 and st_default > 0:
             taxes.append({"family": family, "gpu": gpu, "output_throughput_gain_pct": _num(
                 (st_default / st_best - 1) * 100, 2)})
@@ -211,6 +252,31 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
     }
 
 
+def _static_vs_scheduled(scored: list[Choice], values: np.ndarray, reps: np.ndarray, metric: Metric, w: int
+                         ) -> dict | None:
+    """The best static and the best scheduled candidate of a shard, and the schedule's gain with its interval
+    (paired replicates); None when the shard had no schedule candidate."""
+    sign = 1.0 if metric.higher_is_better else -1.0
+    score_ = np.where(np.isfinite(values), sign * values, -np.inf)
+    sched = [j for j, ch in enumerate(scored) if ch.schedule]
+    static = [j for j, ch in enumerate(scored) if not ch.schedule]
+    if not sched or not static:
+        return None
+    js, jt = max(sched, key=lambda j: score_[j]), max(static, key=lambda j: score_[j])
+    ci = None
+    if reps.size:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = reps[js] / reps[jt] if metric.higher_is_better else reps[jt] / reps[js]
+        ci = [_num(x * 100 - 100, 2) for x in interval(ratio * 1.0)]
+    return {"static": {"method": scored[jt].method, "depth": scored[jt].depth, "value": _num(values[jt])},
+            "scheduled": {"method": scored[js].method, "schedule": [list(r) for r in scored[js].schedule],
+                          "value": _num(values[js])},
+            "gain_pct": _num(_gain(metric, values[js], values[jt]), 2), "gain_ci_pct": ci,
+            "chosen": "scheduled" if scored[w].schedule else "static",
+            "rule": f"the schedule is chosen only when no static depth is tied with it and it gains ≥ "
+                    f"{SCHEDULE_MARGIN_PCT:g} % (practical equivalence)"}
+
+
 def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list[Prediction], unscored: list[str],
             metric: Metric, opts: RescoreOptions, si: ShardInput, b: TraceBuckets, scored_as: dict[str, str]
             ) -> tuple[dict, list[dict]]:
@@ -219,6 +285,10 @@ def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list
     reps = np.stack([p.reps.get(metric.name, np.full(0, np.nan)) for p in preds])
     d = decide(values, reps, metric)
     w = d.order[0]
+    if scored[w].schedule:  # a schedule is worth its moving parts only when it beats every static depth clearly
+        static = [j for j in d.order if not scored[j].schedule and np.isfinite(values[j])]
+        if static and (static[0] in d.tied or _gain(metric, values[w], values[static[0]]) < SCHEDULE_MARGIN_PCT):
+            w = static[0]
     win, wp = scored[w], preds[w]
     di = scored.index(opts.default) if opts.default in scored else None
     gain = gain_ci = None
@@ -239,7 +309,9 @@ def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list
         "speculative_config": config, "vllm_args": vllm_args(config),
         "needs_draft_model": needs_draft_model(win, opts.draft_models),
         "clear": d.clear, "tied": [] if d.clear else [{"method": scored[j].method, "depth": scored[j].depth,
+                                                          "label": scored[j].label,
                                                           "value": _num(values[j])} for j in d.tied],
+        "label": win.label,
         "keep_default": di is not None and di in d.tied,
         "runner_up": {"method": scored[ru].method, "depth": scored[ru].depth, "value": _num(values[ru])}
         if ru is not None else None,
@@ -247,11 +319,15 @@ def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list
                  "grid": si.grid},
         "scored_as": {tw: scored_as.get(tw) for tw in shard_wls}, "provenance": wp.provenance,
         "unscored": unscored,
+        "schedule": [list(r) for r in win.schedule] if win.schedule else None,
+        "static_vs_scheduled": _static_vs_scheduled(scored, values, reps, metric, w),
+        "_winner_index": w,
     }
     rows = []
     for j, (ch, p) in enumerate(zip(scored, preds, strict=True)):
         lo, hi = d.intervals[j]
         rows.append({"family": family, "gpu": gpu, "shard": shard, "method": ch.method, "depth": ch.depth,
+                     "schedule": [list(r) for r in ch.schedule] if ch.schedule else None, "label": ch.label,
                      **_expected(p), "value": _num(values[j]), "ci_low": _num(lo), "ci_high": _num(hi),
                      "mean_concurrency": _num(p.mean_concurrency, 2),
                      "measured_share": _num(p.provenance.get("measured", 0.0)),

@@ -58,6 +58,8 @@ class Matrix:
     cells: dict[Key, CellSamples] = field(default_factory=dict)
     replicates: int = 0
     models: dict[str, int] = field(default_factory=dict)  # concrete model name -> cells
+    tensor_parallel_size: int = 1  # GPUs per server in the cells (the deploy command's TP)
+    draft_models: dict[str, str] = field(default_factory=dict)  # method -> drafter the cells ran with
 
     @property
     def model(self) -> str:
@@ -119,6 +121,9 @@ def load_matrices(con: duckdb.DuckDBPyConnection, families: tuple[str, ...] = ()
         )
         m = out.setdefault((row["family"], row["gpu"]), Matrix(row["family"], row["gpu"], replicates=n_rep))
         m.models[row["model"]] = m.models.get(row["model"], 0) + 1
+        m.tensor_parallel_size = max(m.tensor_parallel_size, int(row.get("gpu_count") or 1))
+        if row.get("draft_model"):
+            m.draft_models.setdefault(row["method"], row["draft_model"])
         key = (cell.method, cell.depth, cell.workload, cell.concurrency)
         # Two models of one family may hold the same key: the better-sampled cell wins.
         if key not in m.cells or m.cells[key].ttft.size < cell.ttft.size:

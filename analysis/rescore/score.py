@@ -123,13 +123,15 @@ def _solve_load(si: ShardInput, a_tg: np.ndarray, grid: np.ndarray) -> tuple[np.
     return c, saturated
 
 
-def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str, depth: int, workloads: list[str],
+def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str, depth: int | list[int],
+          workloads: list[str],
           dep, slo: tuple[float, float] | None, n_rep: int,
           load: tuple[np.ndarray, np.ndarray] | None = None) -> Prediction:
     """Predict one candidate on one shard. ``cells[w][g]``: the (filled) cell per store workload × grid.
 
     ``load`` (concurrency and saturation per time bucket) is the operating point every candidate is
     compared at; None solves it from this candidate's own latency (done once, for the reference config).
+    ``depth`` may be one depth per grid load (a depth schedule per batch size).
     """
     grid = np.asarray(si.grid, dtype=float)
     n_w, n_g, n_r = len(workloads), grid.size, si.n.size
@@ -158,7 +160,8 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
             cell = cells[w][g]
             if cell is None or not rows.any():
                 continue
-            t0, t1 = fill.step_line(method, workloads[w], depth, dep, grid[g])
+            t0, t1 = fill.step_line(method, workloads[w], depth[g] if isinstance(depth, list) else depth, dep,
+                                    grid[g])
             cell_in = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
             cell_ctx = cell_in + float(np.mean(cell.out)) / 2
             s_p[rows, g] = (t0 + t1 * ctx_w[w]) / (t0 + t1 * cell_ctx)

@@ -49,12 +49,15 @@ def recommendations(doc: dict) -> pl.DataFrame:
             "keep_default": r["keep_default"],
             "output_throughput": r["expected"]["output_throughput"], "p99_e2e_ms": r["expected"]["p99_e2e_ms"],
             "mean_concurrency": r["load"]["mean_concurrency"], "vllm_args": r["vllm_args"],
+            "config": r.get("label") or f"{r['method']}:{r['depth']}",
+            "schedule_gain_pct": (r.get("static_vs_scheduled") or {}).get("gain_pct"),
+            "command": (r.get("deploy") or {}).get("command"),
         })
     schema = {"family": pl.String, "gpu": pl.String, "shard": pl.String, "requests": pl.Int64, "method": pl.String,
               "depth": pl.Int64, "gain_vs_default_pct": pl.Float64, "gain_ci_low": pl.Float64,
               "gain_ci_high": pl.Float64, "verdict": pl.String, "keep_default": pl.Boolean,
               "output_throughput": pl.Float64, "p99_e2e_ms": pl.Float64, "mean_concurrency": pl.Float64,
-              "vllm_args": pl.String}
+              "vllm_args": pl.String, "config": pl.String, "schedule_gain_pct": pl.Float64, "command": pl.String}
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -67,6 +70,8 @@ def candidates(doc: dict) -> pl.DataFrame:
     frame = frame.join(base, on=["family", "gpu", "shard"], how="left")
     ratio = (pl.col("value") / pl.col("_base")) if doc["higher_is_better"] else (pl.col("_base") / pl.col("value"))
     label = pl.when(pl.col("method") == "none").then(pl.lit("none")).otherwise(pl.format("{}:{}", "method", "depth"))
+    if "label" in frame.columns:  # a depth schedule's candidate is named by its ranges
+        label = pl.coalesce(pl.col("label"), label)
     return frame.with_columns(((ratio - 1) * 100).alias("gain_vs_default_pct"), label.alias("candidate")).drop("_base")
 
 

@@ -24,11 +24,11 @@ import streamlit as st
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import compare as rescore_compare
 from analysis.rescore import summary as rescore_summary
-from analysis.rescore.config import parse_choice
+from analysis.rescore.config import parse_choice, parse_draft_models
 from analysis.rescore.stored import list_traces, load_trace
 from analysis.rescore.trace import SHARD_BY, bucketize
 from dashboard import charts, data, export, report, state, theme, widgets
-from ingest.errors import InputError
+from ingest.errors import InputError, UsageError
 from ingest.paths import DATA_DIR
 from ingest.tempfiles import make_temp_dir
 from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, Limits, TraceFrame, TraceMapping
@@ -290,9 +290,17 @@ label = lambda t: "—" if not t else f"{names.get(t, '')} · {t}"  # noqa: E731
 tid = st.selectbox("Trace", ids, key=state.widget_key(PAGE, trace_param), format_func=label)
 
 slo = widgets.slo(v)
+drafters_text = st.text_input("Drafter checkpoints for the deploy command (METHOD=PATH, comma-separated)",
+                              key=f"{PAGE}.drafters", placeholder="eagle3=/models/eagle3-qwen, dflash=/models/dflash")
+try:
+    drafters = parse_draft_models([x for x in (p.strip() for p in drafters_text.split(",")) if x])
+except UsageError as exc:
+    st.error(exc.one_line())
+    drafters = {}
 opts = RescoreOptions(families=(v["fam"],), gpus=(v["gpu"],), default=parse_choice(v["default"]), metric=v["metric"],
                       slo_ttft_ms=slo.ttft_ms if v["metric"] == "goodput" else None,
-                      slo_tpot_ms=slo.tpot_ms if v["metric"] == "goodput" else None, shard_by=v["shard"])
+                      slo_tpot_ms=slo.tpot_ms if v["metric"] == "goodput" else None, shard_by=v["shard"],
+                      draft_models=drafters)
 doc = None
 if tid:
     doc, summary = _rescored(data.db_path(), data.stamp(), tid, opts)
@@ -326,7 +334,7 @@ if tid:
                     if doc["recommendations"] else "No timestamps.")
     st.subheader("Recommendations")
     recs = rescore_summary.recommendations(doc)
-    st.dataframe(recs.drop("vllm_args"), hide_index=True)
+    st.dataframe(recs.drop("vllm_args", "command"), hide_index=True)
     cands = rescore_summary.candidates(doc)
     if cands.height:
         _show(_heatmap(cands), cands, name, "heatmap", *ctx)
@@ -334,10 +342,18 @@ if tid:
     st.subheader("Deploy")
     for r in doc["recommendations"]:
         tie = "" if r["clear"] else " (tie: any of the tied configs is as good)"
-        st.markdown(f"**{r['shard']}** → `{r['method']}:{r['depth']}`{tie}")
-        st.code(f"vllm serve {r['model']} {r['vllm_args']}".strip(), language="bash")
-        if r["needs_draft_model"]:
-            st.caption('Add `"model": "<path to the drafter checkpoint>"` to the JSON for this method.')
+        st.markdown(f"**{r['shard']}** → `{r.get('label', r['method'])}`{tie}")
+        svs = r.get("static_vs_scheduled")
+        if svs:
+            ci = svs["gain_ci_pct"] or [None, None]
+            span = f" (95 % interval {ci[0]:+.1f} to {ci[1]:+.1f} %)" if ci[0] is not None else ""
+            ranges_ = ", ".join(f"batch {a}–{b}: depth {k}" for a, b, k in svs["scheduled"]["schedule"])
+            st.markdown(f"Depth schedule per batch size ({ranges_}): {svs['gain_pct']:+.1f} %{span} vs static "
+                        f"`{svs['static']['method']}:{svs['static']['depth']}` on this shard's loads → "
+                        f"**{svs['chosen']}** ({svs['rule']}).")
+        st.code(r["deploy"]["command"], language="bash")
+        if r["deploy"]["note"]:
+            st.warning(r["deploy"]["note"])
     if doc["acceptance"]["drift"]:
         st.subheader("Production vs benchmark acceptance")
         st.dataframe(pl.DataFrame(doc["acceptance"]["drift"]), hide_index=True)

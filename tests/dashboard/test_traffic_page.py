@@ -5,6 +5,7 @@ bad files, saved traces and the comparison of two traces. Each test gets its own
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import tempfile
 from pathlib import Path
@@ -56,7 +57,9 @@ def test_upload_gives_recommendations_charts_and_the_config(db):
     assert any("Simulated data on screen" in w.value for w in at.warning)
     codes = [c.value for c in at.code]
     assert codes and all(c.startswith("vllm serve ") for c in codes)
-    spec = json.loads(codes[0].split("--speculative-config ", 1)[1].strip("'"))
+    argv = shlex.split(codes[0])  # the full command: model, benchmarked TP size, the config
+    assert argv[argv.index("--tensor-parallel-size") + 1].isdigit()
+    spec = json.loads(argv[argv.index("--speculative-config") + 1])
     assert spec["num_speculative_tokens"] >= 1
     titles = _titles(at)
     assert {"Workload mix", "Output tokens", "Input tokens", "Arrival rate"} <= set(titles)
@@ -69,6 +72,22 @@ def test_upload_gives_recommendations_charts_and_the_config(db):
     tid = at.selectbox(key="traffic.trace").value
     assert len(tid) == 16 and at.query_params["trace"] in (tid, [tid])  # the view is a link
     assert list(Path(tempfile.gettempdir()).iterdir()) == []  # the upload's temp folder is gone
+
+
+def test_the_deploy_command_takes_the_drafter_from_the_page_and_shows_the_schedule_choice(db):
+    at = _upload(open_page(PAGE), "AzureLLMInferenceTrace_conv.csv", (SAMPLES / "azure_conv.csv").read_bytes())
+    before = [c.value for c in at.code]
+    method = json.loads(shlex.split(before[0])[-1])["method"]
+    assert any("<DRAFTER_PATH>" in c for c in before) == any("needs its drafter" in w.value for w in at.warning)
+    at.text_input(key="traffic.drafters").set_value(f"{method}=/models/my drafter").run()
+    assert not at.exception
+    after = json.loads(shlex.split(at.code[0].value)[-1])
+    if method in ("eagle3", "dflash", "dspark"):
+        assert after["model"] == "/models/my drafter"
+    assert not any("needs its drafter" in w.value for w in at.warning if method in w.value)
+    assert any("Depth schedule per batch size" in m.value for m in at.markdown)
+    at.text_input(key="traffic.drafters").set_value("nonsense").run()
+    assert any("--draft-model" in e.value for e in at.error)
 
 
 def test_a_bundled_sample_loads_without_an_upload(db):

@@ -105,6 +105,9 @@ def test_drilldown_from_the_selectbox_and_from_the_url():
     assert {r["method"] for r in cand_rows} >= {"none", "mtp", "eagle3", "dflash", "dspark", "ngram"}
     assert all(r["ci_low"] <= r["value"] <= r["ci_high"] for r in cand_rows if r["ci_low"] is not None)
     assert any("MI355X · Qwen · code" in m.value for m in at.markdown)
+    command = at.code[0].value  # the winner as a full deploy command
+    assert command.startswith("vllm serve Qwen/") and "--tensor-parallel-size" in command
+    assert any("Depth schedule per batch size" in m.value for m in at.markdown)
     restored = open_page(query={"cell": "MI355X|Qwen|code", "dlat": "ttft_ms"})
     assert len(specs(restored)) == n + 4
     assert "TTFT" in title(specs(restored)[-1])

@@ -90,6 +90,28 @@ def test_newer_schema_version_is_refused(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_a_version_1_store_gains_the_new_cell_columns_in_place(tmp_path):
+    path = tmp_path / "v1.duckdb"
+    with store.session(path) as con:
+        store.write_cell(con, "r1", KEY, _requests(), window_s=5.0, gpu_count=1)
+        for column in ("origin", "draft_model"):  # back to what v1 wrote
+            con.execute(f"ALTER TABLE cells DROP COLUMN {column}")
+        con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    store._ENSURED.clear()
+    with store.session(path, read_only=True) as con:  # a reader migrates once, then reads
+        cols = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                          "WHERE table_name = 'cells'").fetchall()}
+        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()[0][0]
+        kept = con.execute("SELECT count(*), count(origin) FROM cells").fetchall()[0]
+    assert {"origin", "draft_model"} <= cols and version == str(schema.SCHEMA_VERSION)
+    assert kept == (1, 0)  # the old cell is kept; its NULL origin reads as measured
+    with store.session(path) as con:
+        store.write_cell(con, "r2", KEY, _requests(), window_s=5.0, gpu_count=1,
+                         labels={"origin": "confirmed", "draft_model": "/m/d", "status": "x"})
+        row = con.execute("SELECT origin, draft_model, status FROM cells WHERE run_id = 'r2'").fetchall()[0]
+    assert row == ("confirmed", "/m/d", "ok")  # only label columns are taken from labels
+
+
 def test_schema_is_portable_sqlalchemy():
     """The same table objects compile for other SQL databases (a team can move the store)."""
     for dialect in (sqlite.dialect(), postgresql.dialect()):

@@ -68,3 +68,27 @@ def test_plain_plan_reads_as_text(tmp_path: Path) -> None:
     # a workload `run` would refuse is a warning here (a plan may be made away from the GPU host)
     assert res.stderr.strip() == ("warning: cht:0: workload chat: no such file, and not a built-in prompt set "
                                   "(chat, code, reasoning); did you mean the built-in 'chat'?")
+
+
+def test_factorized_plan_prints_its_saving_against_the_full_grid(tmp_path: Path) -> None:
+    default = REPO / "runner" / "matrices" / "default.toml"
+    matrix = load_matrix(default)
+    full = plan_matrix(matrix, tmp_path / "none.duckdb")
+    done = cli("runner", "plan", "--matrix", str(default), "--strategy", "factorized", "--json",
+               "--db", str(tmp_path / "none.duckdb"))
+    assert done.returncode == 0, done.stderr
+    fp = json.loads(done.stdout)
+    assert fp["full_grid"]["cells"] == full.cells == len(matrix.cells())
+    assert fp["full_grid"]["estimated_gpu_hours"] == round(full.estimated_gpu_hours, 3)
+    assert fp["measure"]["cells"] + fp["predicted_cells"] == full.cells
+    methods = [m for m in matrix.methods if m.name != "none"]
+    groups = len(matrix.gpus) * len(matrix.families)
+    assert fp["measure"]["server_configs"] == groups * (1 + sum(min(len(m.depths), 2) for m in methods))
+    total = fp["measure"]["estimated_gpu_hours"] + fp["confirm_expected"]["estimated_gpu_hours"]
+    assert fp["estimated_gpu_hours"] == pytest.approx(total, abs=1e-3)
+    assert fp["saving_pct"] == pytest.approx((1 - total / full.estimated_gpu_hours) * 100, abs=0.1)
+    assert 0 < fp["saving_pct"] < 100
+    text = cli("runner", "plan", "--matrix", str(default), "--strategy", "factorized", "--db",
+               str(tmp_path / "none.duckdb"))
+    assert text.returncode == 0 and f"{fp['saving_pct']:g} % less GPU time" in text.stdout
+    assert "for the full grid" in text.stdout
