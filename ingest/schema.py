@@ -20,7 +20,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Columns added since version 1, per table: :func:`ingest.store.migrate` adds them to an older store, filled
+# as documented there (version 2: steady-state throughput).
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "cells": ("steady_output_throughput", "steady_output_throughput_per_gpu", "steady_window_s", "steady_requests",
+              "steady_fallback"),
+    "cell_bootstrap": ("steady_output_throughput",),
+}
 metadata = MetaData()
 
 meta = Table(
@@ -80,6 +87,12 @@ cells = Table(
     Column("mean_tpot_ms", Double),
     Column("mean_e2e_ms", Double),
     Column("written_at", DateTime),
+    # steady-state throughput (ingest/steady.py): over the time all `concurrency` slots were busy
+    Column("steady_output_throughput", Double),
+    Column("steady_output_throughput_per_gpu", Double),
+    Column("steady_window_s", Double),
+    Column("steady_requests", Integer),
+    Column("steady_fallback", String),  # null: the steady window's own figure; else why the whole window stands in
 )
 
 positions = Table(
@@ -111,6 +124,7 @@ requests = Table(
 # materialised when the cell lands so winners with confidence never rescan request rows.
 BOOTSTRAP_METRICS: tuple[str, ...] = (
     "output_throughput", "p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms", "acceptance_rate", "acceptance_length",
+    "steady_output_throughput",
 )
 cell_bootstrap = Table(
     "cell_bootstrap", metadata,

@@ -20,8 +20,8 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from ingest import cellstats, schema, sql
-from ingest.bulk import bootstrap_frames, keep_cells, segments  # noqa: F401 (re-exported: importers use them)
+from ingest import cellstats, schema, sql, steady
+from ingest.bulk import bootstrap_frames, keep_cells, segments, steady_columns  # noqa: F401 (re-exported)
 from ingest.errors import UsageError
 from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
 
@@ -75,10 +75,45 @@ def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
 _ENSURED: set[str] = set()  # stores whose schema this process already created or checked
 
 
+def stored_version(con: duckdb.DuckDBPyConnection) -> int:
+    row = sql.one(con, "SELECT value FROM meta WHERE key = 'schema_version'")
+    return int(row[0]) if row else 0
+
+
+STEADY_BEFORE = "stored before steady-state figures (schema 1): whole window"
+
+
+def migrate(con: duckdb.DuckDBPyConnection, found: int) -> None:
+    """Bring a store written by an older spectune up to :data:`schema.SCHEMA_VERSION`, in the caller's
+    transaction. Version 1 → 2 adds the steady-state columns; existing cells get the whole-window figure as
+    their steady one, flagged in ``steady_fallback`` (re-run or re-import a cell for its own steady figure)."""
+    if found < 2:
+        types = {c.name: c.type.compile(dialect=_dialect()) for t in ("cells", "cell_bootstrap")
+                 for c in schema.metadata.tables[t].columns}
+        for table, cols in schema.ADDED_COLUMNS.items():
+            for col in cols:
+                con.execute(f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "{col}" {types[col]}')
+        con.execute("""UPDATE cells SET steady_output_throughput = output_throughput,
+                       steady_output_throughput_per_gpu = output_throughput_per_gpu,
+                       steady_fallback = ? WHERE steady_output_throughput IS NULL AND steady_fallback IS NULL""",
+                    [STEADY_BEFORE])
+        con.execute("UPDATE cell_bootstrap SET steady_output_throughput = output_throughput "
+                    "WHERE steady_output_throughput IS NULL")
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(schema.SCHEMA_VERSION)])
+
+
+def _dialect():  # type: ignore[no-untyped-def]
+    from duckdb_engine import Dialect
+
+    return Dialect()
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    found = None
     if _has_meta(con):
         check_version(con, path)
-        if str(path.resolve()) in _ENSURED:
+        found = stored_version(con)
+        if str(path.resolve()) in _ENSURED and found == schema.SCHEMA_VERSION:
             return
     with transaction(con):  # a store killed while being created has all its tables or none
         for ddl in schema.ddl_statements():
@@ -87,6 +122,8 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
             [str(schema.SCHEMA_VERSION)],
         )
+        if found is not None and found < schema.SCHEMA_VERSION:
+            migrate(con, found)
     _ENSURED.add(str(path.resolve()))
 
 
@@ -110,12 +147,28 @@ def connect(
             if not _has_meta(con):
                 raise UsageError(f"{path}: not a spectune store (no meta table)")
             check_version(con, path)
+            if stored_version(con) < schema.SCHEMA_VERSION:  # an older store: migrate once, then read
+                con.close()
+                _upgrade(path, wait_s)
+                con = _open(path, True, wait_s)
         else:
             ensure_schema(con, path)
     except Exception:
         con.close()
         raise
     return con
+
+
+def _upgrade(path: Path, wait_s: float) -> None:
+    try:
+        con = _open(path, False, wait_s)
+    except duckdb.IOException as exc:
+        raise UsageError(f"{path}: store schema is older than this spectune and cannot be upgraded here "
+                         f"({exc}); open it once writable") from None
+    try:
+        ensure_schema(con, path)
+    finally:
+        con.close()
 
 
 @contextlib.contextmanager
@@ -201,6 +254,12 @@ def _cell_frames(
     values = dict(metrics.values)
     if headline:  # an imported file's own numbers win over recomputation
         values.update({k: v for k, v in headline.items() if v is not None})
+    boot = (cellstats.bootstrap(reqs, metrics, depth=key.depth, seed=cellstats.seed_for(cell_id))
+            if reqs.height and status == "ok" else None)
+    steady_values, steady_reps = steady.cell(
+        reqs, concurrency=key.concurrency, gpu_count=gpu_count, whole_window=values.get("output_throughput"),
+        whole_replicates=boot["output_throughput"] if boot is not None else None, seed=cellstats.seed_for(cell_id))
+    values.update(steady_values)
     row = {"run_id": run_id, "cell_id": cell_id, **key.as_dict(), "status": status, "error": error,
            **values, "written_at": _now()}
     frames = {"cells": pl.DataFrame([row], infer_schema_length=None)}
@@ -214,11 +273,11 @@ def _cell_frames(
         frames["requests"] = reqs.with_columns(
             pl.lit(run_id).alias("run_id"), pl.lit(cell_id).alias("cell_id")
         )
-        if status == "ok":
-            boot = cellstats.bootstrap(reqs, metrics, depth=key.depth, seed=cellstats.seed_for(cell_id))
+        if boot is not None:
             frames["cell_bootstrap"] = pl.DataFrame({
                 "run_id": run_id, "cell_id": cell_id,
                 "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16), **boot,
+                "steady_output_throughput": steady_reps,
             })
     return frames
 
@@ -297,6 +356,8 @@ def write_tables_bulk(
         frame = tables.get(table)
         if frame is not None and frame.height:
             out[table] = keep_cells(frame, keys)
+    if "steady_output_throughput" not in new_cells.columns:  # rows written before schema 2
+        out["cells"] = new_cells = steady_columns(new_cells, out.get("requests", pl.DataFrame()))
     if "cell_bootstrap" not in out and "requests" in out:
         out["cell_bootstrap"] = bootstrap_frames(new_cells, out["requests"])
     # Bulk rows need not keep their input order (readers ORDER BY request_index): DuckDB then writes compressed

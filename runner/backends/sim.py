@@ -20,7 +20,8 @@ class SimBackend:
         wl_tokens = {w.name: w.max_tokens for w in matrix.workloads}
         for key in cells:
             try:
-                res = simulate_cell(key, matrix.requests_per_cell, max_output_tokens=max(wl_tokens[key.workload], 16))
+                res = simulate_cell(key, matrix.requests_for(key.concurrency),
+                                    max_output_tokens=max(wl_tokens[key.workload], 16))
             except (ValueError, KeyError) as exc:
                 sink(CellOutcome(key, status="failed", error=f"simulator: {exc}"))
                 continue
