@@ -108,6 +108,9 @@ def _window_of(requests: pl.DataFrame, concurrency: int) -> Window:
         empty = np.zeros(0)
         return Window(empty, empty, 0.0, 0.0, 0, "no per-request start times")
 
+    if "request_index" in requests.columns and not requests["request_index"].is_sorted():
+        requests = requests.sort("request_index", maintain_order=True)  # replicates follow request order
+
     def col(name: str) -> np.ndarray:
         return requests[name].cast(pl.Float64).fill_null(np.nan).to_numpy()
 
