@@ -78,12 +78,17 @@ def _values(db: Path, column: str) -> dict[tuple, tuple[float, float, float]]:
 def test_doubling_the_requests_moves_no_c64_winner_by_more_than_its_interval(stores):
     base, doubled = _doc(stores[N]), _doc(stores[2 * N])
     again = _values(stores[2 * N], "steady_output_throughput")
+    whole_2n = _values(stores[2 * N], "output_throughput")
     assert len(base["cells"]) == 4 and all(c["concurrency"] == 64 for c in base["cells"])
     for c in base["cells"]:
         w = c["winner"]
         assert w["steady_fallback"] is None  # decided on the steady window, not the fallback
         value_2n = again[(c["family"], c["workload"], w["method"], w["depth"])][0]
         width = w["ci_high"] - w["ci_low"]
+        key = (c["family"], c["workload"], w["method"], w["depth"])
+        print(f"c=64 {c['family']}/{c['workload']} winner {w['method']}:{w['depth']}: steady {w['value']:.1f} "
+              f"[{w['ci_low']:.1f}, {w['ci_high']:.1f}] at {N} requests, {value_2n:.1f} at {2 * N}; whole window "
+              f"{w['whole_window_value']:.1f} → {whole_2n[key][0]:.1f}")  # shown by pytest -s
         assert abs(value_2n - w["value"]) <= width, (c["family"], c["workload"], w, value_2n)
         assert w["whole_window_value"] < w["value"]  # the whole window is shown next to it, diluted by the drain
     assert {(c["family"], c["workload"]) for c in doubled["cells"]} == {(c["family"], c["workload"])
