@@ -83,7 +83,7 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
         seed = cellstats.seed_for(cell_id)
         boot = cellstats.bootstrap_arrays(cols, tput, depth=int(depth), seed=seed)
         boot["steady_output_throughput"] = _steady_replicates(arrays, starts, ok, a, b, int(conc), tput,
-                                                              boot["output_throughput"], seed)
+                                                              boot["output_throughput"])
         done.append((run_id, cell_id))
         for k in parts:
             parts[k].append(boot[k])
@@ -106,11 +106,11 @@ def _steady_window(arrays: dict[str, np.ndarray], starts: np.ndarray | None, ok:
 
 
 def _steady_replicates(arrays: dict[str, np.ndarray], starts: np.ndarray | None, ok: np.ndarray, a: int, b: int,
-                       concurrency: int, whole: float | None, whole_reps: np.ndarray, seed: int) -> np.ndarray:
+                       concurrency: int, whole: float | None, whole_reps: np.ndarray) -> np.ndarray:
     """The cell's steady-state replicates, as ``store.write_cell`` stores them (ingest/steady.py)."""
     w = _steady_window(arrays, starts, ok, a, b, concurrency)
     point = float(w.tokens_in.sum() / w.window_s) if w.fallback is None else whole
-    return steady.replicates(w, point, whole_reps, seed=seed)
+    return steady.replicates(w, point, whole, whole_reps)
 
 
 def steady_columns(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:

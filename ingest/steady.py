@@ -22,10 +22,10 @@ The steady figure leaves both out (docs/metrics.md):
   :data:`MIN_SHARE` of the whole window, the whole-window figure stands in and ``steady_fallback`` says why
   (it is null when the steady figure is the window's own).
 
-Bootstrap: Poisson weights over the requests, ratio estimator Σw·tokens_in_window / Σw·time_in_window (the
-window holds ``concurrency`` requests at every moment, so that ratio times ``concurrency`` is the rate),
-exact weights up to ``cellstats.EXACT_MAX_N`` requests and the normal limit above, as for the whole-window
-figure. A fallback cell's replicates are its whole-window replicates.
+Replicates: the whole-window replicates rescaled to the steady point (see :func:`replicates`): both figures
+are the slots times a per-slot token rate, whose resampled value the whole-window replicates carry, together
+with anything else they carry (the simulator's model uncertainty). A fallback cell's replicates are its
+whole-window replicates. :func:`exact_replicates` (the bootstrap of the window's own ratio) validates them.
 """
 
 from __future__ import annotations
@@ -133,11 +133,26 @@ def values(requests: pl.DataFrame, *, concurrency: int, gpu_count: int, whole_wi
     return out, w
 
 
-def replicates(w: Window, point: float | None, whole_replicates: np.ndarray, *, seed: int,
-               replicates: int = cellstats.BOOTSTRAP_REPLICATES, exact: bool | None = None) -> np.ndarray:
-    """Bootstrap replicates of the steady figure ``point`` (a fallback cell: its whole-window replicates)."""
-    if w.fallback is not None or point is None:
-        return np.asarray(whole_replicates, dtype=float).copy()
+def replicates(w: Window, point: float | None, whole_point: float | None, whole_replicates: np.ndarray
+               ) -> np.ndarray:
+    """Replicates of the steady figure ``point``: the whole-window replicates rescaled to it.
+
+    Both figures are a per-slot token rate times the slots; a replicate of the whole-window figure is its point
+    times the resampled rate Σw·tokens / Σw·e2e over the requests, so the steady figure's replicate is the steady
+    point times the same factor. The steady window holds most requests whole, so this matches the bootstrap of
+    the window's own ratio (:func:`exact_replicates`; interval widths within ~15 %, tests/ingest/test_steady.py),
+    and whatever else the whole-window replicates carry (e.g. the simulator's model uncertainty, paired across a
+    group) carries over. A fallback cell's replicates are its whole-window replicates."""
+    whole = np.asarray(whole_replicates, dtype=float)
+    if w.fallback is not None or point is None or not whole_point:
+        return whole.copy()
+    return point * whole / whole_point
+
+
+def exact_replicates(w: Window, point: float, *, seed: int, replicates: int = cellstats.BOOTSTRAP_REPLICATES,
+                     exact: bool | None = None) -> np.ndarray:
+    """The Poisson bootstrap of the window's own ratio Σw·tokens_in / Σw·seconds_in (validates :func:`replicates`):
+    exact weights up to ``cellstats.EXACT_MAX_N`` requests, the normal limit above."""
     x = np.vstack([w.tokens_in, w.seconds_in])
     n = x.shape[1]
     exact = n <= cellstats.EXACT_MAX_N if exact is None else exact
@@ -152,11 +167,12 @@ def replicates(w: Window, point: float | None, whole_replicates: np.ndarray, *, 
 
 
 def cell(requests: pl.DataFrame, *, concurrency: int, gpu_count: int, whole_window: float | None,
-         whole_replicates: np.ndarray | None, seed: int) -> tuple[dict[str, float | int | str | None], np.ndarray]:
-    """A landing cell's steady columns and its replicates (``whole_replicates`` None: no replicates)."""
+         whole_replicates: np.ndarray | None, replicated_point: float | None
+         ) -> tuple[dict[str, float | int | str | None], np.ndarray]:
+    """A landing cell's steady columns and its replicates (``whole_replicates`` None: no replicates;
+    ``replicated_point``: the whole-window figure those replicates were drawn around)."""
     vals, w = values(requests, concurrency=concurrency, gpu_count=gpu_count, whole_window=whole_window)
     if whole_replicates is None:
         return vals, np.zeros(0)
     point = vals["steady_output_throughput"]
-    return vals, replicates(w, point if isinstance(point, float) else None, whole_replicates, seed=seed,
-                            replicates=len(whole_replicates))
+    return vals, replicates(w, point if isinstance(point, float) else None, replicated_point, whole_replicates)

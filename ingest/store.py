@@ -258,7 +258,8 @@ def _cell_frames(
             if reqs.height and status == "ok" else None)
     steady_values, steady_reps = steady.cell(
         reqs, concurrency=key.concurrency, gpu_count=gpu_count, whole_window=values.get("output_throughput"),
-        whole_replicates=boot["output_throughput"] if boot is not None else None, seed=cellstats.seed_for(cell_id))
+        whole_replicates=boot["output_throughput"] if boot is not None else None,
+        replicated_point=metrics.values.get("output_throughput"))  # what cellstats.bootstrap scaled them by
     values.update(steady_values)
     row = {"run_id": run_id, "cell_id": cell_id, **key.as_dict(), "status": status, "error": error,
            **values, "written_at": _now()}

@@ -106,25 +106,47 @@ def test_fallback_to_the_whole_window_is_flagged(case: str, reason: str):
     assert reason in vals["steady_fallback"]
     assert vals["steady_output_throughput"] == 123.0
     whole_reps = np.linspace(100, 140, 200)
-    np.testing.assert_array_equal(steady.replicates(w, 123.0, whole_reps, seed=1), whole_reps)
+    np.testing.assert_array_equal(steady.replicates(w, 123.0, 120.0, whole_reps), whole_reps)
 
 
-def test_replicates_are_centred_seeded_and_reproducible():
+def test_exact_bootstrap_of_the_window_is_centred_seeded_and_reproducible():
     rng = np.random.default_rng(5)
     e2e = rng.lognormal(1.0, 0.5, 600)
     out = np.round(e2e * rng.uniform(20, 60, 600)).astype(int) + 1
     f = _frame(_closed_loop(e2e, 32), e2e, out)
     vals, w = steady.values(f, concurrency=32, gpu_count=1, whole_window=None)
     point = vals["steady_output_throughput"]
-    a = steady.replicates(w, point, np.zeros(200), seed=7)
-    b = steady.replicates(w, point, np.zeros(200), seed=7)
-    c = steady.replicates(w, point, np.zeros(200), seed=8)
+    a = steady.exact_replicates(w, point, seed=7)
+    b = steady.exact_replicates(w, point, seed=7)
+    c = steady.exact_replicates(w, point, seed=8)
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
     lo, hi = np.percentile(a, [2.5, 97.5])
     assert lo < point < hi and (hi - lo) / point < 0.2
-    large = steady.replicates(w, point, np.zeros(200), seed=7, exact=False)  # the normal limit agrees
+    large = steady.exact_replicates(w, point, seed=7, exact=False)  # the normal limit agrees
     assert np.std(large) == pytest.approx(np.std(a), rel=0.3)
+
+
+@pytest.mark.parametrize(("method", "depth", "workload", "concurrency"), [
+    ("none", 0, "code", 64), ("eagle3", 3, "code", 64), ("dflash", 6, "reasoning", 64), ("mtp", 2, "chat", 16),
+    ("dspark", 4, "reasoning", 16), ("ngram", 3, "code", 64)])
+def test_rescaled_replicates_match_the_windows_own_bootstrap(method, depth, workload, concurrency):
+    """The stored replicates (whole-window ones rescaled to the steady point) have the spread of the bootstrap of
+    the window's own ratio, on simulated cells: their SDs agree within 20 % (200 replicates: ~5 % SD noise)."""
+    from runner.simulate import simulate_cell
+
+    key = CellKey(method, depth, "Gemma", "google/gemma-4-31B-it", workload, "MI355X", concurrency)
+    res = simulate_cell(key, 6 * concurrency if concurrency > 32 else 200,
+                        max_output_tokens=2048 if workload == "reasoning" else 512)
+    seed = cellstats.seed_for(key.cell_id)
+    frames = store.cell_frames("r", key, res.requests, window_s=res.window_s, gpu_count=res.gpu_count,
+                               counters=res.counters)
+    stored = frames["cell_bootstrap"]["steady_output_throughput"].to_numpy()
+    point = frames["cells"]["steady_output_throughput"][0]
+    _, w = steady.values(res.requests, concurrency=concurrency, gpu_count=res.gpu_count, whole_window=None)
+    own = steady.exact_replicates(w, point, seed=seed)
+    assert np.std(stored) == pytest.approx(np.std(own), rel=0.2)
+    assert np.median(stored) == pytest.approx(point, rel=0.01) and np.median(own) == pytest.approx(point, rel=0.01)
 
 
 def _sim_like_requests(n: int, slots: int, seed: int) -> pl.DataFrame:
