@@ -54,10 +54,13 @@ def keep_cells(frame: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
 
 def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
     """Bootstrap replicates of every ok cell in ``cells`` from its rows in ``requests`` (failed requests left out)."""
-    ok_cells = cells.filter(pl.col("status") == "ok").select("run_id", "cell_id", "depth", "output_throughput",
-                                                             "concurrency")
+    ok_cells = cells.filter(pl.col("status") == "ok")
     if requests.height == 0 or ok_cells.height == 0:
         return pl.DataFrame()
+    if "steady_output_throughput" not in ok_cells.columns:  # cells written before schema 2
+        ok_cells = steady_columns(ok_cells, requests)
+    ok_cells = ok_cells.select("run_id", "cell_id", "depth", "output_throughput", "steady_output_throughput",
+                               "steady_fallback")
     ordered = "request_index" in requests.columns
     segs, backwards = _scan(requests, check_order=ordered)
     if backwards or segs.select("run_id", "cell_id").is_duplicated().any():
@@ -68,13 +71,12 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
     n_rows = requests.height
     arrays = {c: requests[c].cast(pl.Float64).to_numpy() if c in requests.columns else np.full(n_rows, np.nan)
               for c in _BOOT_COLUMNS}  # nulls → NaN; zero-copy for float columns without nulls
-    starts = requests["start_s"].cast(pl.Float64).to_numpy() if "start_s" in requests.columns else None
     if np.isnan(arrays["output_tokens"]).any():  # token counts: a missing one counts 0 (bootstrap_arrays' input)
         arrays["output_tokens"] = np.nan_to_num(arrays["output_tokens"], nan=0.0)
     ok = requests["ok"].fill_null(True).to_numpy() if "ok" in requests.columns else np.ones(n_rows, dtype=bool)
     B = cellstats.BOOTSTRAP_REPLICATES
     done, parts = [], {k: [] for k in (*cellstats.METRIC_KEYS, "steady_output_throughput")}
-    for run_id, cell_id, depth, tput, conc in ok_cells.iter_rows():
+    for run_id, cell_id, depth, tput, steady_tput, fallback in ok_cells.iter_rows():
         if (run_id, cell_id) not in span:
             continue
         a, b = span[(run_id, cell_id)]
@@ -82,8 +84,8 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
         cols = {c: v[a:b] if mask.all() else v[a:b][mask] for c, v in arrays.items()}
         seed = cellstats.seed_for(cell_id)
         boot = cellstats.bootstrap_arrays(cols, tput, depth=int(depth), seed=seed)
-        boot["steady_output_throughput"] = _steady_replicates(arrays, starts, ok, a, b, int(conc), tput,
-                                                              boot["output_throughput"])
+        # the cell's own steady figure and fallback (as write_cell stored them), no second pass over its rows
+        boot["steady_output_throughput"] = steady.replicates(fallback, steady_tput, tput, boot["output_throughput"])
         done.append((run_id, cell_id))
         for k in parts:
             parts[k].append(boot[k])
@@ -103,14 +105,6 @@ def _steady_window(arrays: dict[str, np.ndarray], starts: np.ndarray | None, ok:
         return steady.Window(empty, empty, 0.0, 0.0, 0, "no per-request start times")
     return steady.measure(starts[a:b], arrays["e2e_ms"][a:b], arrays["ttft_ms"][a:b], arrays["output_tokens"][a:b],
                           ok[a:b], concurrency)
-
-
-def _steady_replicates(arrays: dict[str, np.ndarray], starts: np.ndarray | None, ok: np.ndarray, a: int, b: int,
-                       concurrency: int, whole: float | None, whole_reps: np.ndarray) -> np.ndarray:
-    """The cell's steady-state replicates, as ``store.write_cell`` stores them (ingest/steady.py)."""
-    w = _steady_window(arrays, starts, ok, a, b, concurrency)
-    point = float(w.tokens_in.sum() / w.window_s) if w.fallback is None else whole
-    return steady.replicates(w, point, whole, whole_reps)
 
 
 def steady_columns(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:

@@ -133,7 +133,7 @@ def values(requests: pl.DataFrame, *, concurrency: int, gpu_count: int, whole_wi
     return out, w
 
 
-def replicates(w: Window, point: float | None, whole_point: float | None, whole_replicates: np.ndarray
+def replicates(fallback: str | None, point: float | None, whole_point: float | None, whole_replicates: np.ndarray
                ) -> np.ndarray:
     """Replicates of the steady figure ``point``: the whole-window replicates rescaled to it.
 
@@ -144,7 +144,7 @@ def replicates(w: Window, point: float | None, whole_point: float | None, whole_
     and whatever else the whole-window replicates carry (e.g. the simulator's model uncertainty, paired across a
     group) carries over. A fallback cell's replicates are its whole-window replicates."""
     whole = np.asarray(whole_replicates, dtype=float)
-    if w.fallback is not None or point is None or not whole_point:
+    if fallback is not None or point is None or not whole_point:
         return whole.copy()
     return point * whole / whole_point
 
@@ -175,4 +175,5 @@ def cell(requests: pl.DataFrame, *, concurrency: int, gpu_count: int, whole_wind
     if whole_replicates is None:
         return vals, np.zeros(0)
     point = vals["steady_output_throughput"]
-    return vals, replicates(w, point if isinstance(point, float) else None, replicated_point, whole_replicates)
+    return vals, replicates(w.fallback, point if isinstance(point, float) else None, replicated_point,
+                            whole_replicates)

@@ -106,7 +106,7 @@ def test_fallback_to_the_whole_window_is_flagged(case: str, reason: str):
     assert reason in vals["steady_fallback"]
     assert vals["steady_output_throughput"] == 123.0
     whole_reps = np.linspace(100, 140, 200)
-    np.testing.assert_array_equal(steady.replicates(w, 123.0, 120.0, whole_reps), whole_reps)
+    np.testing.assert_array_equal(steady.replicates(w.fallback, 123.0, 120.0, whole_reps), whole_reps)
 
 
 def test_exact_bootstrap_of_the_window_is_centred_seeded_and_reproducible():
