@@ -52,7 +52,8 @@ def test_plan_json_keys(repo):
     proc = cli("runner", "plan", "--matrix", str(repo / "runner/matrices/default.toml"), "--json")
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
-    assert plan["cells"] == 1512 and len(plan["server_configs"]) == 168
+    # 2 GPUs × 4 families × (none + 5 methods × depths 1–8) = 328 server configs, × 3 workloads × 3 loads
+    assert plan["cells"] == 2952 and len(plan["server_configs"]) == 328
     assert plan["estimated_gpu_hours"] > 0
     # one server start per server config, never per cell
     assert len({c["label"] for c in plan["server_configs"]}) == len(plan["server_configs"])
