@@ -41,7 +41,7 @@ MIN_REQUESTS = 20  # fewer requests in the window than this: the whole-window fi
 MIN_SHARE = 0.25  # a window shorter than this share of the whole window: the whole-window figure stands in
 COLUMNS = ("steady_output_throughput", "steady_output_throughput_per_gpu", "steady_window_s", "steady_requests",
            "steady_fallback")
-_SEED_SALT = 0x57EAD  # the steady replicates draw their own weights (independent of the other metrics')
+_SEED_SALT = 0x57EAD  # exact_replicates draws its own weights (independent of the other metrics')
 
 
 @dataclass(slots=True)
