@@ -89,8 +89,12 @@ def _winners(args: argparse.Namespace) -> int:
         w = c["winner"]
         verdict = "clear" if c["clear"] else "tie: " + ", ".join(f"{t['method']}:{t['depth']}" for t in c["tied"])
         origin = "" if c.get("origin", "measured") == "measured" else f"  [{c['origin']}]"
+        whole = (f"  (whole window {w['whole_window_value']:.3f}"
+                 f"{'; steady window not used: ' + w['steady_fallback'] if w.get('steady_fallback') else ''})"
+                 if w.get("whole_window_value") is not None else "")
+        edge = f"  [{c['grid_edge']['text']}]" if c.get("grid_edge") else ""
         print(f"{c['gpu']:<7} {c['family']:<8} {c['workload']:<10} c={c['concurrency']:<4} "
-              f"{w['method']}:{w['depth']:<2} {w['value']:>10.3f}  {verdict}{origin}")
+              f"{w['method']}:{w['depth']:<2} {w['value']:>10.3f}  {verdict}{origin}{whole}{edge}")
         for cand in c["top3"]:  # a suspect acceptance is said wherever its cell is shown
             if cand.get("acceptance_suspect"):
                 print(f"  acceptance suspect ({cand['method']}:{cand['depth']}): {cand['acceptance_suspect']}")
@@ -145,9 +149,12 @@ def _curve(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(res))
     else:
+        if res["simulated"]:
+            print("SIMULATED data (backend=sim): calibrated model output, not measurements")
         for p in res["points"]:
             print(f"{p['gpu']:<7} c={p['concurrency']:<4} depth={p['depth']}  τ={p['acceptance_length']}  "
-                  f"rate={p['acceptance_rate']}  tok/s={p['output_throughput']}")
+                  f"rate={p['acceptance_rate']}  tok/s={p['output_throughput']} "
+                  f"(whole window {p['whole_window_output_throughput']})  [{p['backend']}]")
     return 0
 
 

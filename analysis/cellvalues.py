@@ -52,8 +52,8 @@ def metric_values(con: duckdb.DuckDBPyConnection, f: frames.Filters, metric: str
         values, reps = winners.goodput_frame(con, cells, s.ttft_ms, s.tpot_ms) if cells.height else (
             np.zeros(0), np.zeros((0, 0)))
     else:
-        values = cells[m.name].fill_null(np.nan).to_numpy().astype(float)
-        reps = frames.replicates(con, cells, m.name)
+        values = cells[m.value_column].fill_null(np.nan).to_numpy().astype(float)
+        reps = frames.replicates(con, cells, m.value_column)
     lo, hi = percentile_bounds(reps) if cells.height else (np.zeros(0), np.zeros(0))
     out = cells.with_columns(pl.Series("value", values, dtype=pl.Float64),
                              pl.Series("ci_low", lo, dtype=pl.Float64),

@@ -1,5 +1,9 @@
 """Curves by depth: acceptance and throughput of one method as depth grows (measured points, plus the
-acceptance model's fill-in for depths the store lacks)."""
+acceptance model's fill-in for depths the store lacks).
+
+Each point says which backend its row came from (``backend``); the curve is ``simulated`` when any point is,
+as every command's output is. ``output_throughput`` is the steady-state figure the winner rule uses
+(docs/metrics.md), with the whole-window one next to it."""
 
 from __future__ import annotations
 
@@ -20,12 +24,16 @@ def curve(con: duckdb.DuckDBPyConnection, family: str, method: str, workload: st
         points.append({
             "depth": int(depth), "concurrency": int(conc), "gpu": g,
             "acceptance_length": _n(row["acceptance_length"]), "acceptance_rate": _n(row["acceptance_rate"]),
-            "output_throughput": _n(row["output_throughput"]), "p99_e2e_ms": _n(row["p99_e2e_ms"]),
-            "backend": row["backend"],
+            "output_throughput": _n(row["steady_output_throughput"]),
+            "whole_window_output_throughput": _n(row["output_throughput"]),
+            "steady_fallback": row["steady_fallback"], "p99_e2e_ms": _n(row["p99_e2e_ms"]),
+            "backend": row["backend"], "simulated": row["backend"] == "sim",
+            # per-point provenance of modelled numbers (issue 11 item 6) belongs here, next to `backend`
         })
     points.sort(key=lambda p: (p["gpu"], p["concurrency"], p["depth"]))
+    backends = sorted({p["backend"] for p in points})
     return {"family": family, "method": method, "workload": workload, "gpu": gpu, "points": points,
-            "backends": sorted({p["backend"] for p in points})}
+            "backends": backends, "simulated": "sim" in backends}
 
 
 def _n(x: float | None) -> float | None:

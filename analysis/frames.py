@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from analysis.metrics import CELL_COLUMNS, DIMENSION_COLUMNS, get_metric
+from ingest import ddl
 from ingest.sql import ArrowStream
 from ingest.sql import frame as query
 
@@ -61,16 +62,18 @@ def cells(con: duckdb.DuckDBPyConnection, f: Filters | None = None) -> pl.DataFr
 
 
 def replicates(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metric: str) -> np.ndarray:
-    """Bootstrap replicates of ``metric`` as a (cells × replicates) matrix aligned with ``keys`` rows."""
-    m = get_metric(metric)
-    if not m.bootstrapped:
-        raise ValueError(f"{metric} has no stored replicates")
+    """Bootstrap replicates of ``metric`` — a metric name or a replicated column such as
+    ``steady_output_throughput`` (what the output-throughput winner rule reads, ``Metric.value_column``) — as a
+    (cells × replicates) matrix aligned with ``keys`` rows. A metric name reads its own column."""
+    if metric not in ddl.COLUMNS["cell_bootstrap"][3:]:
+        m = get_metric(metric)
+        raise ValueError(f"{m.name} has no stored replicates")
     if keys.height == 0:
         return np.zeros((0, 0))
     con.register("_keys", ArrowStream(keys.select("run_id", "cell_id").with_row_index("row")))
     try:
         frame = query(con, f"""
-            SELECT k.row, b.replicate, b.{m.name} AS v
+            SELECT k.row, b.replicate, b.{metric} AS v
             FROM _keys k JOIN cell_bootstrap b ON b.run_id = k.run_id AND b.cell_id = k.cell_id
         """)
     finally:

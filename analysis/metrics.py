@@ -17,6 +17,14 @@ class Metric:
     higher_is_better: bool
     help: str
     bootstrapped: bool = True  # has replicates in cell_bootstrap
+    # the `cells` / `cell_bootstrap` column the winner rule reads (default: the name), and the figure shown
+    # next to it (output throughput: decided on the steady window, the whole-window one alongside)
+    column: str = ""
+    whole_window_column: str | None = None
+
+    @property
+    def value_column(self) -> str:
+        return self.column or self.name
 
     def better(self, a: float, b: float) -> bool:
         return a > b if self.higher_is_better else a < b
@@ -24,7 +32,9 @@ class Metric:
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("output_throughput", "Output throughput", "tok/s", True,
-           "Output tokens of successful requests / the cell's measured window."),
+           "Output tokens / time while all the load's slots were busy (steady state: ramp-up and wind-down "
+           "left out); the whole-window figure vllm bench serve reports is shown next to it.",
+           column="steady_output_throughput", whole_window_column="output_throughput"),
     Metric("p99_e2e_ms", "p99 end-to-end latency", "ms", False, "99th percentile of request latency."),
     Metric("p99_tpot_ms", "p99 TPOT", "ms", False, "99th percentile of (e2e − TTFT)/(output tokens − 1)."),
     Metric("p99_ttft_ms", "p99 TTFT", "ms", False, "99th percentile of time to first token."),
@@ -39,6 +49,8 @@ CELL_COLUMNS: tuple[str, ...] = (
     "output_throughput", "output_throughput_per_gpu", "request_throughput", "acceptance_rate", "acceptance_length",
     *[f"{p}_{lat}" for lat in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms") for p in ("p50", "p90", "p99")],
     "mean_ttft_ms", "mean_tpot_ms", "mean_e2e_ms",
+    "steady_output_throughput", "steady_output_throughput_per_gpu", "steady_window_s", "steady_requests",
+    "steady_fallback",
 )
 DIMENSION_COLUMNS: tuple[str, ...] = ("method", "depth", "family", "model", "workload", "gpu", "concurrency")
 

@@ -91,11 +91,15 @@ def _interval_list(reps: np.ndarray, n: int, level: float = LEVEL) -> list[tuple
     return list(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
-def _cand(row: dict, value: float, ival: tuple[float, float]) -> dict:
+def _cand(row: dict, value: float, ival: tuple[float, float], m: Metric | None = None) -> dict:
     out = {"method": row["method"], "depth": int(row["depth"]), "value": _num(value),
            "ci_low": _num(ival[0]), "ci_high": _num(ival[1]), **acceptance_labels(row)}
     if row.get("schedule"):
         out["schedule"] = json.loads(row["schedule"])
+    if m is not None and m.whole_window_column:  # decided on the steady window; the whole-window figure beside it
+        whole = row.get(m.whole_window_column)
+        out["whole_window_value"] = _num(whole) if whole is not None else None
+        out["steady_fallback"] = row.get("steady_fallback")
     return out
 
 
@@ -103,6 +107,26 @@ def acceptance_labels(row: dict) -> dict:
     """Where a candidate's acceptance came from (per-request | counters | null) and, when the per-request sums
     disagreed with the /metrics counters, why (``acceptance_suspect``; null otherwise)."""
     return {"acceptance_source": row.get("acceptance_source"), "acceptance_suspect": row.get("acceptance_suspect")}
+
+
+def grid_edge(rows: list[dict], values: np.ndarray, winner: int) -> dict | None:
+    """Is the winner's depth the deepest, or the shallowest, its method has in the group (``edge``)? Then a
+    depth beyond the grid might do better: the winner is flagged "at the edge of the grid". Depth 1 is not
+    flagged as shallowest (nothing shallower exists but no speculation, which is a candidate of its own), nor
+    is the baseline."""
+    row = rows[winner]
+    if row["method"] == "none":
+        return None
+    depths = sorted({int(r["depth"]) for r, v in zip(rows, values, strict=True)
+                     if r["method"] == row["method"] and np.isfinite(v)})
+    depth = int(row["depth"])
+    edge = "deepest" if depth == depths[-1] else "shallowest" if depth == depths[0] and depth > 1 else None
+    if edge is None:
+        return None
+    return {"edge": edge, "depths": [depths[0], depths[-1]],
+            "text": f"at the edge of the grid ({edge} depth measured for {row['method']}: "
+                    f"{depths[0]}–{depths[-1]})" if len(depths) > 1 else
+                    f"at the edge of the grid (the only depth measured for {row['method']})"}
 
 
 def _num(x: float) -> float | None:
@@ -139,8 +163,8 @@ def winners(
     if m.name == "goodput":
         values, reps = goodput_frame(con, cells, slo_ttft_ms, slo_tpot_ms)
     else:
-        values = cells[m.name].fill_null(np.nan).to_numpy().astype(float)
-        reps = frames.replicates(con, cells, m.name)
+        values = cells[m.value_column].fill_null(np.nan).to_numpy().astype(float)
+        reps = frames.replicates(con, cells, m.value_column)
     return decide_groups(cells, values, reps, m, best_depth_per_method=best_depth_per_method,
                          draft_models=draft_models)
 
@@ -167,6 +191,7 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
         rows = [all_rows[i] for i in idx_list]
         ivals = [all_ivals[i] for i in idx_list]
         v, r = values[idx], (reps[idx] if reps.size else reps)
+        group_rows, group_values = rows, v  # every depth measured, for the edge-of-grid flag
         if best_depth_per_method:  # keep each method's best depth only
             keep = {}
             for j, row in enumerate(rows):
@@ -188,15 +213,19 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
         gain = None
         if base is not None and v[base] and np.isfinite(v[base]):
             gain = ((v[w] / v[base]) if m.higher_is_better else (v[base] / v[w])) * 100 - 100
+        edge = grid_edge(group_rows, group_values, next(
+            j for j, row in enumerate(group_rows) if row["cell_id"] == rows[w]["cell_id"]))
         out_cells.append({
             **{k: rows[w][k] for k in GROUP},
-            "winner": _cand(rows[w], v[w], d.intervals[w]),
-            "runner_up": _cand(rows[ru], v[ru], d.intervals[ru]) if ru is not None else None,
+            "winner": _cand(rows[w], v[w], d.intervals[w], m),
+            "runner_up": _cand(rows[ru], v[ru], d.intervals[ru], m) if ru is not None else None,
             "margin_pct": _num(margin) if margin is not None else None,
             "clear": d.clear,
             "tied": [{"method": rows[j]["method"], "depth": int(rows[j]["depth"]), "value": _num(v[j])}
                      for j in d.tied] if not d.clear else [],
-            "top3": [_cand(rows[j], v[j], d.intervals[j]) for j in d.order[:3] if np.isfinite(v[j])],
+            "top3": [_cand(rows[j], v[j], d.intervals[j], m) for j in d.order[:3] if np.isfinite(v[j])],
+            "at_grid_edge": edge is not None,
+            "grid_edge": edge,
             "gain_vs_none_pct": _num(gain) if gain is not None else None,
             "baseline_value": _num(v[base]) if base is not None else None,
             "backend": rows[w]["backend"],
@@ -210,4 +239,5 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
         })
     backends = sorted({row["backend"] for row in all_rows})
     return {"metric": m.name, "higher_is_better": m.higher_is_better, "cells": out_cells, "backends": backends,
-            "simulated": "sim" in backends}
+            "simulated": "sim" in backends, "value_column": m.value_column,
+            "whole_window_column": m.whole_window_column}

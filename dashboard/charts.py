@@ -20,6 +20,7 @@ from dashboard import theme
 SELECTION = "cell"  # name of the heatmap click selection (read back by st.altair_chart on_select)
 CELL_W, CELL_H = 176, 72
 LINE_H = 16  # label line height at theme.FONT_SIZE
+EDGE_LABEL = "edge of grid"  # heatmap text under a winner at the deepest/shallowest depth measured (analysis)
 TIE_SLOTS = 8  # a tie cell is hatched: stripes cycling through the tied methods, every other one lighter
 
 
@@ -71,11 +72,13 @@ def winner_rows(doc: dict) -> pl.DataFrame:
         tied = [cand(t["method"], t["depth"]) for t in c["tied"]]
         gain = c.get("gain_vs_none_pct")
         gain_txt = "baseline" if w["method"] == "none" else ("" if gain is None else f"{gain:+.0f}% vs none")
+        edge = c.get("grid_edge")
+        edge_txt = f"\n{EDGE_LABEL}" if edge else ""
         if c["clear"]:
-            label = f"{cand(w['method'], w['depth'])}\n{gain_txt}"
+            label = f"{cand(w['method'], w['depth'])}\n{gain_txt}{edge_txt}"
         else:
             head = " ≈ ".join(tied[:2]) + (f" +{len(tied) - 2}" if len(tied) > 2 else "")
-            label = f"TIE\n{head}\n{gain_txt}"
+            label = f"TIE\n{head}\n{gain_txt}{edge_txt}"
         top = [f"{cand(t['method'], t['depth'])}: {_fmt(t['value'], d)} "
                f"[{_fmt(t['ci_low'], d)}, {_fmt(t['ci_high'], d)}]"
                + (f" (acceptance suspect: {t['acceptance_suspect']})" if t.get("acceptance_suspect") else "")
@@ -91,6 +94,10 @@ def winner_rows(doc: dict) -> pl.DataFrame:
             "top3": top[2] if len(top) > 2 else "", "backend": c["backend"],
             "origin": c.get("origin", "measured"),
             "command": (c.get("deploy") or {}).get("command", ""),
+            "grid_edge": edge["text"] if edge else "",
+            "whole_window": "" if w.get("whole_window_value") is None else (
+                f"{_fmt(w['whole_window_value'], d)}" + (f" (steady window not used: {w['steady_fallback']})"
+                                                          if w.get("steady_fallback") else "")),
         })
     return pl.DataFrame(rows, schema_overrides={"gain_vs_none_pct": pl.Float64, "value": pl.Float64})
 
@@ -125,6 +132,10 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
                alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
                alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
                alt.Tooltip("backend:N")]
+    if any(c.get("grid_edge") for c in cells):
+        tooltip.append(alt.Tooltip("grid_edge:N", title="depth grid"))
+    if any(c["winner"].get("whole_window_value") is not None for c in cells):
+        tooltip.append(alt.Tooltip("whole_window:N", title="#1 whole window"))
     present = sorted(set(stripes["method"])) if stripes.height else []
     sel = alt.selection_point(name=SELECTION, fields=["gpu", "family", "workload"], on="click", empty=False)
     # clear cells are one rect (no seams); ties are drawn as stripes through an x offset
@@ -164,8 +175,13 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
 def _heatmap_key(metric: str) -> list[str]:
     """The heatmap's subtitle: how to read a tie and the "% vs none" under each winner. For a lower-is-better
     metric a bare "+54 %" reads as "54 % more latency", so it says which way it goes."""
-    lines = ["hatched = tie: no clear winner at 95 %; stripes show the tied methods"]
+    lines = ["hatched = tie: no clear winner at 95 %; stripes show the tied methods",
+             f"{EDGE_LABEL} = the winner's depth is the deepest (or shallowest) measured for its method: "
+             "one outside the grid may do better"]
     m = METRICS.get(metric)
+    if m is not None and m.whole_window_column:
+        lines.append("decided on steady-state throughput (all slots busy; ramp-up and wind-down left out); "
+                     "the whole-window figure is in the tooltip")
     if m is not None and not m.higher_is_better:
         lines.append("% vs none = how much better than no speculation: +50% means none's value is 1.5× the winner's")
     return lines

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ingest import cellstats
+from ingest import cellstats, steady
 
 _BOOT_COLUMNS = ("output_tokens", "e2e_ms", "ttft_ms", "tpot_ms", "drafted_tokens", "accepted_tokens")
 _NEW_RUN = (pl.col("cell_id") != pl.col("cell_id").shift()) | (pl.col("run_id") != pl.col("run_id").shift())
@@ -54,9 +54,13 @@ def keep_cells(frame: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
 
 def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
     """Bootstrap replicates of every ok cell in ``cells`` from its rows in ``requests`` (failed requests left out)."""
-    ok_cells = cells.filter(pl.col("status") == "ok").select("run_id", "cell_id", "depth", "output_throughput")
+    ok_cells = cells.filter(pl.col("status") == "ok")
     if requests.height == 0 or ok_cells.height == 0:
         return pl.DataFrame()
+    if "steady_output_throughput" not in ok_cells.columns:  # cells written before schema 2
+        ok_cells = steady_columns(ok_cells, requests)
+    ok_cells = ok_cells.select("run_id", "cell_id", "depth", "output_throughput", "steady_output_throughput",
+                               "steady_fallback")
     ordered = "request_index" in requests.columns
     segs, backwards = _scan(requests, check_order=ordered)
     if backwards or segs.select("run_id", "cell_id").is_duplicated().any():
@@ -71,14 +75,17 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
         arrays["output_tokens"] = np.nan_to_num(arrays["output_tokens"], nan=0.0)
     ok = requests["ok"].fill_null(True).to_numpy() if "ok" in requests.columns else np.ones(n_rows, dtype=bool)
     B = cellstats.BOOTSTRAP_REPLICATES
-    done, parts = [], {k: [] for k in cellstats.METRIC_KEYS}
-    for run_id, cell_id, depth, tput in ok_cells.iter_rows():
+    done, parts = [], {k: [] for k in (*cellstats.METRIC_KEYS, "steady_output_throughput")}
+    for run_id, cell_id, depth, tput, steady_tput, fallback in ok_cells.iter_rows():
         if (run_id, cell_id) not in span:
             continue
         a, b = span[(run_id, cell_id)]
         mask = ok[a:b]
         cols = {c: v[a:b] if mask.all() else v[a:b][mask] for c, v in arrays.items()}
-        boot = cellstats.bootstrap_arrays(cols, tput, depth=int(depth), seed=cellstats.seed_for(cell_id))
+        seed = cellstats.seed_for(cell_id)
+        boot = cellstats.bootstrap_arrays(cols, tput, depth=int(depth), seed=seed)
+        # the cell's own steady figure and fallback (as write_cell stored them), no second pass over its rows
+        boot["steady_output_throughput"] = steady.replicates(fallback, steady_tput, tput, boot["output_throughput"])
         done.append((run_id, cell_id))
         for k in parts:
             parts[k].append(boot[k])
@@ -88,4 +95,46 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
     return keys[np.repeat(np.arange(len(done)), B)].with_columns(
         pl.Series("replicate", np.tile(np.arange(B, dtype=np.int16), len(done))),
         *[pl.Series(k, np.concatenate(v)) for k, v in parts.items()],
+    )
+
+
+def _steady_window(arrays: dict[str, np.ndarray], starts: np.ndarray | None, ok: np.ndarray, a: int, b: int,
+                   concurrency: int) -> steady.Window:
+    if starts is None:
+        empty = np.zeros(0)
+        return steady.Window(empty, empty, 0.0, 0.0, 0, "no per-request start times")
+    return steady.measure(starts[a:b], arrays["e2e_ms"][a:b], arrays["ttft_ms"][a:b], arrays["output_tokens"][a:b],
+                          ok[a:b], concurrency)
+
+
+def steady_columns(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
+    """``cells`` with the steady-state columns computed from their rows in ``requests`` (for bulk inputs written
+    before those columns existed, e.g. an older export or embedded default data). Cells without rows get the
+    fallback (the whole-window figure, flagged)."""
+    ordered = requests.sort("run_id", "cell_id", "request_index", maintain_order=True) if (
+        "request_index" in requests.columns) else requests
+    segs = segments(ordered)
+    span = {(r, c): (a, a + n) for r, c, a, n in segs.iter_rows()}
+    n_rows = ordered.height
+    arrays = {c: ordered[c].cast(pl.Float64).to_numpy() if c in ordered.columns else np.full(n_rows, np.nan)
+              for c in ("e2e_ms", "ttft_ms", "output_tokens")}
+    starts = ordered["start_s"].cast(pl.Float64).to_numpy() if "start_s" in ordered.columns else None
+    ok = ordered["ok"].fill_null(True).to_numpy() if "ok" in ordered.columns else np.ones(n_rows, dtype=bool)
+    rows: dict[str, list] = {k: [] for k in steady.COLUMNS}
+    for run_id, cell_id, conc, gpus, whole in cells.select(
+            "run_id", "cell_id", "concurrency", "gpu_count", "output_throughput").iter_rows():
+        a, b = span.get((run_id, cell_id), (0, 0))
+        w = _steady_window(arrays, starts if b > a else None, ok, a, b, int(conc))
+        value = float(w.tokens_in.sum() / w.window_s) if w.fallback is None else whole
+        rows["steady_output_throughput"].append(value)
+        rows["steady_output_throughput_per_gpu"].append(value / gpus if value is not None and gpus else None)
+        rows["steady_window_s"].append(w.window_s if w.whole_s > 0 else None)
+        rows["steady_requests"].append(w.requests_in)
+        rows["steady_fallback"].append(w.fallback)
+    return cells.drop([c for c in steady.COLUMNS if c in cells.columns]).with_columns(
+        pl.Series("steady_output_throughput", rows["steady_output_throughput"], dtype=pl.Float64),
+        pl.Series("steady_output_throughput_per_gpu", rows["steady_output_throughput_per_gpu"], dtype=pl.Float64),
+        pl.Series("steady_window_s", rows["steady_window_s"], dtype=pl.Float64),
+        pl.Series("steady_requests", rows["steady_requests"], dtype=pl.Int32),
+        pl.Series("steady_fallback", rows["steady_fallback"], dtype=pl.String),
     )

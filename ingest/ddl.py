@@ -77,6 +77,11 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'written_at',
         'origin',
         'draft_model',
+        'steady_output_throughput',
+        'steady_output_throughput_per_gpu',
+        'steady_window_s',
+        'steady_requests',
+        'steady_fallback',
     ),
     'positions': (
         'run_id',
@@ -115,6 +120,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'p99_ttft_ms',
         'acceptance_rate',
         'acceptance_length',
+        'steady_output_throughput',
     ),
     'traces': (
         'trace_id',
@@ -275,6 +281,11 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'written_at': 'TIMESTAMP WITHOUT TIME ZONE',
         'origin': 'VARCHAR',
         'draft_model': 'VARCHAR',
+        'steady_output_throughput': 'DOUBLE PRECISION',
+        'steady_output_throughput_per_gpu': 'DOUBLE PRECISION',
+        'steady_window_s': 'DOUBLE PRECISION',
+        'steady_requests': 'INTEGER',
+        'steady_fallback': 'VARCHAR',
     },
     'positions': {
         'run_id': 'VARCHAR',
@@ -313,6 +324,7 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'p99_ttft_ms': 'DOUBLE PRECISION',
         'acceptance_rate': 'DOUBLE PRECISION',
         'acceptance_length': 'DOUBLE PRECISION',
+        'steady_output_throughput': 'DOUBLE PRECISION',
     },
     'traces': {
         'trace_id': 'VARCHAR',
@@ -413,6 +425,7 @@ DDL: tuple[str, ...] = (
         '\tp99_ttft_ms DOUBLE PRECISION, \n'
         '\tacceptance_rate DOUBLE PRECISION, \n'
         '\tacceptance_length DOUBLE PRECISION, \n'
+        '\tsteady_output_throughput DOUBLE PRECISION, \n'
         '\tPRIMARY KEY (run_id, cell_id, replicate)\n'
         ')'
     ),
@@ -468,6 +481,11 @@ DDL: tuple[str, ...] = (
         '\twritten_at TIMESTAMP WITHOUT TIME ZONE, \n'
         '\torigin VARCHAR, \n'
         '\tdraft_model VARCHAR, \n'
+        '\tsteady_output_throughput DOUBLE PRECISION, \n'
+        '\tsteady_output_throughput_per_gpu DOUBLE PRECISION, \n'
+        '\tsteady_window_s DOUBLE PRECISION, \n'
+        '\tsteady_requests INTEGER, \n'
+        '\tsteady_fallback VARCHAR, \n'
         '\tPRIMARY KEY (run_id, cell_id)\n'
         ')'
     ),

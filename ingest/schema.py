@@ -107,6 +107,12 @@ cells = Table(
     # and the drafter checkpoint the server ran with (the matrix's draft_model), for the deploy command.
     Column("origin", String),
     Column("draft_model", String),
+    # steady-state throughput (ingest/steady.py): over the time all `concurrency` slots were busy
+    Column("steady_output_throughput", Double),
+    Column("steady_output_throughput_per_gpu", Double),
+    Column("steady_window_s", Double),
+    Column("steady_requests", Integer),
+    Column("steady_fallback", String),  # null: the steady window's own figure; else why the whole window stands in
 )
 
 positions = Table(
@@ -145,6 +151,7 @@ requests = Table(
 # materialised when the cell lands so winners with confidence never rescan request rows.
 BOOTSTRAP_METRICS: tuple[str, ...] = (
     "output_throughput", "p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms", "acceptance_rate", "acceptance_length",
+    "steady_output_throughput",
 )
 cell_bootstrap = Table(
     "cell_bootstrap", metadata,

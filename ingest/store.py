@@ -25,8 +25,8 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from ingest import cellstats, ddl, paths, sql
-from ingest.bulk import bootstrap_frames, keep_cells, segments  # noqa: F401 (re-exported: importers use them)
+from ingest import cellstats, ddl, paths, sql, steady
+from ingest.bulk import bootstrap_frames, keep_cells, segments, steady_columns  # noqa: F401 (re-exported)
 from ingest.errors import UsageError
 from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
 
@@ -175,6 +175,23 @@ def stored_version(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
+STEADY_BEFORE = "stored before steady-state figures (schema 1): whole window"
+
+
+def _fill_added(con: duckdb.DuckDBPyConnection, added: list[str]) -> None:
+    """Columns just added to an older store get what their rows can honestly carry: cells stored before
+    steady-state figures existed take the whole-window figure as their steady one, flagged in
+    ``steady_fallback`` (re-run or re-import a cell for its own steady figure)."""
+    if "cells.steady_output_throughput" in added:
+        con.execute("""UPDATE cells SET steady_output_throughput = output_throughput,
+                       steady_output_throughput_per_gpu = output_throughput_per_gpu,
+                       steady_fallback = ? WHERE steady_output_throughput IS NULL AND steady_fallback IS NULL""",
+                    [STEADY_BEFORE])
+    if "cell_bootstrap.steady_output_throughput" in added:
+        con.execute("UPDATE cell_bootstrap SET steady_output_throughput = output_throughput "
+                    "WHERE steady_output_throughput IS NULL")
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     found = None
     if _has_meta(con):
@@ -185,7 +202,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     with transaction(con):  # a store killed while being created has all its tables or none
         for statement in ddl.DDL:
             con.execute(statement)
-        add_missing_columns(con)
+        _fill_added(con, add_missing_columns(con))
         con.execute(
             "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [str(ddl.SCHEMA_VERSION)],
@@ -225,7 +242,12 @@ def _migrate_columns(path: Path, wait_s: float) -> None:
         con.close()
     if old:
         _ENSURED.discard(str(path.resolve()))
-        with contextlib.closing(_open(path, False, wait_s)) as rw:
+        try:
+            rw = _open(path, False, wait_s)
+        except duckdb.IOException as exc:
+            raise UsageError(f"{path}: store schema is older than this spectune and cannot be upgraded here "
+                             f"({exc}); open it once writable") from None
+        with contextlib.closing(rw):
             ensure_schema(rw, path)
 
 
@@ -348,6 +370,13 @@ def _cell_frames(
     values = dict(metrics.values)
     if headline:  # an imported file's own numbers win over recomputation
         values.update({k: v for k, v in headline.items() if v is not None})
+    boot = (cellstats.bootstrap(reqs, metrics, depth=key.depth, seed=cellstats.seed_for(cell_id))
+            if reqs.height and status == "ok" else None)
+    steady_values, steady_reps = steady.cell(
+        reqs, concurrency=key.concurrency, gpu_count=gpu_count, whole_window=values.get("output_throughput"),
+        whole_replicates=boot["output_throughput"] if boot is not None else None,
+        replicated_point=metrics.values.get("output_throughput"))  # what cellstats.bootstrap scaled them by
+    values.update(steady_values)
     row = {"run_id": run_id, "cell_id": cell_id, **key.as_dict(), "status": status, "error": error,
            **values, **{k: v for k, v in (labels or {}).items() if k in LABEL_COLUMNS}, "written_at": _now()}
     frames = {"cells": pl.DataFrame([row], infer_schema_length=None)}
@@ -366,11 +395,11 @@ def _cell_frames(
         frames["requests"] = reqs.with_columns(
             pl.lit(run_id).alias("run_id"), pl.lit(cell_id).alias("cell_id")
         )
-        if status == "ok":
-            boot = cellstats.bootstrap(reqs, metrics, depth=key.depth, seed=cellstats.seed_for(cell_id))
+        if boot is not None:
             frames["cell_bootstrap"] = pl.DataFrame({
                 "run_id": run_id, "cell_id": cell_id,
                 "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16), **boot,
+                "steady_output_throughput": steady_reps,
             })
     elif replicates and status == "ok":  # a cell without requests (a prediction) states its own replicates
         n = max(len(v) for v in replicates.values())
@@ -462,6 +491,8 @@ def write_tables_bulk(
         frame = tables.get(table)
         if frame is not None and frame.height:
             out[table] = keep_cells(frame, keys)
+    if "steady_output_throughput" not in new_cells.columns:  # rows written before schema 2
+        out["cells"] = new_cells = steady_columns(new_cells, out.get("requests", pl.DataFrame()))
     if "cell_bootstrap" not in out and "requests" in out:
         out["cell_bootstrap"] = bootstrap_frames(new_cells, out["requests"])
     # Bulk rows need not keep their input order (readers ORDER BY request_index): DuckDB then writes compressed

@@ -35,8 +35,8 @@ METHOD_KEYS = ("depths", "draft_model", "extra", "schedule", "synthetic_acceptan
 FAMILY_KEYS = ("model", "tensor_parallel_size", "vllm_args", "draft_models")
 WORKLOAD_KEYS = ("source", "format", "max_tokens", "temperature", "request_rate", "ignore_eos")
 LOAD_KEYS = ("concurrency",)
-RUN_KEYS = ("requests_per_cell", "warmup_requests", "endpoint", "launch", "env", "port", "startup_timeout_s",
-            "request_timeout_s", "stall_timeout_s", "per_request_spec_decode")
+RUN_KEYS = ("requests_per_cell", "requests_per_slot", "warmup_requests", "endpoint", "launch", "env", "port",
+            "startup_timeout_s", "request_timeout_s", "stall_timeout_s", "per_request_spec_decode")
 PER_REQUEST_LEVELS = ("summary", "detailed", "off")  # vLLM's --per-request-spec-decode-metrics (off: not passed)
 MAX_DEPTH = 16
 
@@ -97,6 +97,7 @@ class Matrix:
     concurrency: tuple[int, ...]
     requests_per_cell: int
     warmup_requests: int = 2
+    requests_per_slot: int = 0  # a cell at concurrency c runs max(requests_per_cell, requests_per_slot · c)
     endpoint: str = "completions"  # completions | chat
     launch: str = DEFAULT_LAUNCH
     env: dict[str, str] = field(default_factory=dict)
@@ -126,6 +127,11 @@ class Matrix:
                     for d, sched in m.server_variants():
                         out.append(ServerConfig(m.name, d, fam.name, fam.model, gpu, fam, m, sched, m.rates_for(d)))
         return out
+
+    def requests_for(self, concurrency: int) -> int:
+        """Requests one cell at ``concurrency`` runs: enough that ramp-up and wind-down (about one request
+        per slot each) are a small part of the load (docs/metrics.md, steady-state throughput)."""
+        return max(self.requests_per_cell, self.requests_per_slot * int(concurrency))
 
     def family(self, name: str) -> FamilySpec:
         return next(f for f in self.families if f.name == name)
@@ -478,6 +484,7 @@ def load_matrix(path: str | Path) -> Matrix:
         path=path, name=_name(raw, path, text), methods=tuple(methods), families=tuple(families),
         workloads=tuple(workloads), gpus=tuple(gpus), concurrency=concurrency, requests_per_cell=requests,
         warmup_requests=_opt_int(run, "warmup_requests", 2, 0, 1_000_000, path, "run"),
+        requests_per_slot=_opt_int(run, "requests_per_slot", 0, 0, 100_000, path, "run"),
         endpoint=str(run.get("endpoint", "completions")),
         launch=str(run.get("launch", DEFAULT_LAUNCH)),
         env={str(k): str(v) for k, v in _opt_table(run, "env", path, "run").items()},

@@ -84,8 +84,9 @@ def _requests_basis(matrix: Matrix) -> tuple[float, str, dict[str, object] | Non
     ``requests_per_cell``) the simulated mean where the simulator can model the matrix, else its maximum."""
     from runner.adaptive import simulated_saving
 
-    if matrix.adaptive is None:
-        return float(matrix.requests_per_cell), "requests_per_cell", None
+    if matrix.adaptive is None:  # the mean over cells (``run.requests_per_slot`` scales it with concurrency)
+        loads = [matrix.requests_for(c) for c in matrix.concurrency]
+        return sum(loads) / len(loads), "requests_per_cell", None
     saving = simulated_saving(matrix)
     if "mean_adaptive_requests_per_cell" in saving:
         return float(saving["mean_adaptive_requests_per_cell"]), "adaptive_simulated", saving  # type: ignore[arg-type]
@@ -110,14 +111,15 @@ def plan_matrix(matrix: Matrix, db: Path | None = None, cells: list[CellKey] | N
         seconds = SERVER_START_S
         for key in cells:
             wl = matrix.workload(key.workload)
+            n = float(matrix.requests_for(key.concurrency)) if basis == "requests_per_cell" else requests
             if key.cell_id in earlier:
-                seconds += earlier[key.cell_id] * requests
+                seconds += earlier[key.cell_id] * n
                 sources["earlier_runs"] += 1
-            elif (s := model_cell_seconds(key, requests, wl.max_tokens)) is not None:
+            elif (s := model_cell_seconds(key, n, wl.max_tokens)) is not None:
                 seconds += s
                 sources["cost_model"] += 1
             else:
-                seconds += FALLBACK_CELL_S * requests / DEFAULT_REQUESTS
+                seconds += FALLBACK_CELL_S * n / DEFAULT_REQUESTS
                 sources["flat_guess"] += 1
         gpus = cfg.family_spec.tensor_parallel_size
         gpu_hours += seconds * gpus / 3600.0

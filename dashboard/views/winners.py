@@ -68,6 +68,13 @@ if ties:
             st.markdown(f"- **{c['gpu']} · {c['family']} · {c['workload']}**: "
                         + " ≈ ".join(charts.cand(t["method"], t["depth"]) for t in c["tied"]))
 
+edges = [c for c in doc["cells"] if c.get("at_grid_edge")]
+if edges:
+    with st.expander(f"{len(edges)} winner(s) at the edge of the depth grid: a depth outside it may do better"):
+        for c in edges:
+            st.markdown(f"- **{c['gpu']} · {c['family']} · {c['workload']}**: "
+                        f"{charts.cand(c['winner']['method'], c['winner']['depth'])} — {c['grid_edge']['text']}")
+
 drill.panel(PAGE, doc, drill_params, v["conc"], v["metric"], f, slo, label)
 
 
@@ -79,7 +86,8 @@ def _report() -> report.Report:
                                                        f"{label} · concurrency {v['conc']}", select=False))
                 for g in gpus],
         tables=[(f"{g} winners", rows.select("family", "workload", "method", "depth", "value", "gain_vs_none_pct",
-                                             "verdict", "tied", "top1", "top2", "top3", "origin", "command"))
+                                             "verdict", "tied", "top1", "top2", "top3", "origin", "command",
+                                             "grid_edge", "whole_window"))
                 for g, rows in shown],
         provenance=data.runs(data.db_path(), data.stamp()),
         simulated=doc["simulated"],

@@ -32,14 +32,14 @@ class SimBackend:
                 continue
             try:
                 try:
-                    res = simulate_cell(key, matrix.requests_per_cell, max_output_tokens=tokens)
+                    res = simulate_cell(key, matrix.requests_for(key.concurrency), max_output_tokens=tokens)
                 except ValueError:
                     # The simulator knows workloads by their prompt set: `[workloads.specbench] source = "chat"`
                     # is the chat prompt set under another name.
                     source = sources.get(key.workload, key.workload)
                     if source == key.workload:
                         raise
-                    res = simulate_cell(dataclasses.replace(key, workload=source), matrix.requests_per_cell,
+                    res = simulate_cell(dataclasses.replace(key, workload=source), matrix.requests_for(key.concurrency),
                                         max_output_tokens=tokens)
             except (ValueError, KeyError) as exc:
                 sink(CellOutcome(key, status="failed", error=f"simulator: {exc}"))

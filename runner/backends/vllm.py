@@ -100,7 +100,8 @@ class VllmBackend:
                              f"it, or leave run.port out and the runner picks a free port per server start)")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.progress = progress
-        n = max(matrix.requests_per_cell, matrix.adaptive.max_requests if matrix.adaptive else 0)
+        n = max(*(matrix.requests_for(c) for c in matrix.concurrency),
+                matrix.adaptive.max_requests if matrix.adaptive else 0)
         self.requests = {wl.name: load_workload(wl, n, matrix.path.parent) for wl in matrix.workloads}
 
     def host_facts(self, matrix: Matrix) -> HostFacts:

@@ -100,7 +100,7 @@ def _stitch(parts: list[LoadResult]) -> LoadResult:
 def run_requests(matrix: Matrix, key: CellKey, target: Target, reqs: WorkloadRequests,
                  adaptive: AdaptiveSpec | None) -> LoadResult:
     if adaptive is None:
-        return _load(matrix, key, target, reqs.head(matrix.requests_per_cell))
+        return _load(matrix, key, target, reqs.head(matrix.requests_for(key.concurrency)))
     stopper = Stopper(adaptive, key.depth, seed_for(key.cell_id))
     parts: list[LoadResult] = []
     sent = 0

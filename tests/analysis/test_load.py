@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis import frames, load
+from analysis.metrics import get_metric
 from ingest import store
 
 
@@ -14,7 +15,8 @@ def test_speedup_is_value_over_baseline_with_an_interval(default_db):
         s = load.speedup_vs_load(con, f, best_depth=False)
         cells = frames.cells(con, f)
     assert set(s["method"]) == set(cells["method"]) - {"none"}
-    base = cells.filter(pl.col("method") == "none").select("concurrency", pl.col("output_throughput").alias("b"))
+    column = get_metric("output_throughput").value_column  # the steady-state figure the winner rule uses
+    base = cells.filter(pl.col("method") == "none").select("concurrency", pl.col(column).alias("b"))
     j = s.join(base, on="concurrency")
     assert ((j["speedup"] - j["value"] / j["b"]).abs() < 1e-9).all()
     ok = s.filter(pl.col("ci_low").is_not_null())

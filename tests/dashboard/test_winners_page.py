@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.dashboard.conftest import chart_specs, open_page
@@ -127,3 +129,32 @@ def test_export_and_report_buttons_are_labelled_by_format():
     for fmt in ("PNG", "SVG", "PDF", "CSV", "Parquet"):
         assert labels.count(fmt) == 2  # one row per GPU heatmap
     assert {"HTML report", "PDF report"} <= set(labels)
+
+
+def test_a_winner_at_the_edge_of_the_depth_grid_is_labelled_and_explained(default_db):
+    """The heatmap labels exactly the cells analysis flags (the page adds no logic), and says why in the
+    tooltip; the key under the title explains the label."""
+    from analysis.frames import Filters
+    from analysis.winners import winners
+    from dashboard.charts import EDGE_LABEL
+    from ingest import store
+
+    seen = 0
+    for conc in (1, 16, 64):
+        with store.connect(default_db, read_only=True) as con:
+            doc = winners(con, "output_throughput", Filters(concurrency=(conc,)))
+        flagged = {(c["gpu"], c["family"], c["workload"]): c["grid_edge"]["text"] for c in doc["cells"]
+                   if c["at_grid_edge"]}
+        at = open_page(query={"conc": str(conc)})
+        charts_ = [s for s in specs(at) if "winner by" in title(s)]
+        rows = {(r["gpu"], r["family"], r["workload"]): r for ch in charts_ for r in ch["rows"] if r.get("label")}
+        labelled = {k for k, r in rows.items() if EDGE_LABEL in r["label"]}
+        assert labelled == set(flagged)
+        assert all(rows[k]["grid_edge"] == text for k, text in flagged.items())
+        if flagged:
+            seen += 1
+            spec = json.dumps(charts_[0]["spec"])
+            assert '"title": "depth grid"' in spec and EDGE_LABEL in spec  # tooltip field and the key's line
+            assert any(f"{len(flagged)} winner(s) at the edge of the depth grid" in e.label for e in at.expander)
+        assert all(r["whole_window"] for r in rows.values())  # the whole-window figure in the tooltip
+    assert seen, "the default data has winners at the edge of its depth grid"
