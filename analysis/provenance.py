@@ -8,7 +8,8 @@ import polars as pl
 from analysis import frames
 from ingest.sql import frame as query
 
-TABLES = ("runs", "cells", "positions", "requests", "cell_bootstrap", "traces", "trace_requests")
+TABLES = ("runs", "cells", "positions", "requests", "cell_bootstrap", "traces", "trace_requests", "watch_samples",
+          "watch_events")
 
 
 def runs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

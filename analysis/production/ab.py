@@ -1,14 +1,14 @@
 """A/B readout: two targets serving one segment with different configs, compared with the winner rule.
 
-Both arms are cut to the time range they share and into blocks of ``block_s`` seconds; a block counts
-when both arms have traffic in it. Per arm and block: counter increases (accepted, drafted, output
+Both arms are cut to the time range they share and into blocks of ``block_s`` seconds (every block of
+that range counts, also one an arm left idle). Per arm and block: counter increases (accepted, drafted, output
 tokens, time) and latency-histogram bucket increases. The metrics are vLLM's: acceptance rate, output
 throughput per GPU (output tokens / time / GPUs), and p50/p99 TTFT, TPOT and e2e latency interpolated
 within histogram buckets as Prometheus' ``histogram_quantile`` does. Intervals: a paired bootstrap over
 blocks (the same Poisson weights for both arms, so a busy minute weighs on both). The winner rule
 (DESIGN): the better point estimate wins *clearly* only when the 95 % interval of the difference
 excludes zero and the difference exceeds the practical-equivalence margin; otherwise it is a ``tie``.
-With fewer than :data:`MIN_BLOCKS` shared blocks or :data:`MIN_REQUESTS` requests per arm it is
+With fewer than :data:`MIN_BLOCKS` blocks or :data:`MIN_REQUESTS` requests per arm it is
 ``too_early``.
 """
 
@@ -135,9 +135,9 @@ def readout(iv: pl.DataFrame, hist_iv: pl.DataFrame, a: str, b: str, opts: ABOpt
     start = max(ia["ts"].min(), ib["ts"].min())
     end = min(ia["ts"].max(), ib["ts"].max())
     both = _blocks(iv.filter(pl.col("target").is_in([a, b]) & pl.col("ts").is_between(start, end)), opts.block_s)
-    active = (both.filter(pl.col("generation_tokens") > 0).group_by("block").agg(pl.col("target").n_unique())
-              .filter(pl.col("target") == 2))
-    blocks = sorted(active["block"].to_list())
+    # every block of the shared range counts, idle or not: dropping a block one arm left idle would drop the
+    # other arm's traffic in it too, and a busy host stalls a server for seconds at a time
+    blocks = sorted(set(both["block"].to_list()))
     arms = [build_arm(t, both, hist_iv.filter(pl.col("ts").is_between(start, end)) if hist_iv.height else hist_iv,
                       blocks, opts.block_s) for t in (a, b)]
     rng = np.random.default_rng(opts.seed)

@@ -88,3 +88,24 @@ def test_production_nightly_script_watches_drifts_and_alerts(drift_db: Path, tmp
                            text=True, timeout=600)
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert not alerts.exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["drift", "--segment", "x'; DROP TABLE watch_samples; --"], "no such segment"),
+    (["drift", "--segment", "\u202eseg-low"], "no such segment"),
+    (["drift", "--since", "yesterday"], "expected ISO 8601"),
+    (["drift", "--window", "0"], "--window must be"),
+    (["ab", "--a", "low"], "give both --a and --b"),
+    (["ab", "--segment", "seg-low"], "an A/B needs exactly two"),
+    (["ab", "--a", "x", "--b", "y", "--block", "-1"], "--block must be"),
+])
+def test_bad_drift_and_ab_arguments_are_one_line_and_change_nothing(drift_db: Path, args, needle, capsys) -> None:
+    from analysis.__main__ import main
+
+    before = drift_db.stat().st_mtime_ns
+    assert main([*args, "--db", str(drift_db)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and needle in err, err
+    assert drift_db.stat().st_mtime_ns == before
+    with store.session(drift_db, read_only=True) as con:
+        assert sql.one(con, "SELECT count(*) FROM watch_samples")[0] > 0

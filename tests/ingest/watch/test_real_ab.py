@@ -28,7 +28,8 @@ from runner.vllm.server import VllmServer, env_from_setup
 from tests.conftest import REPO, cli
 
 pytestmark = pytest.mark.vllm
-PER_ARM = 32
+PER_ARM = 40
+GAP_S = 0.6  # one request every 0.6 s to the router: both arms busy over the same minute
 CODE = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n"
 
 
@@ -61,15 +62,17 @@ def _counters(srv: VllmServer) -> dict:
 
 
 async def _split(servers: dict[int, VllmServer], prompts: list[Prompt]) -> None:
+    """A router's random 50/50 split of one arrival stream: both arms see traffic over the same period."""
     rng = random.Random(7)
-    arms: dict[int, list[Prompt]] = {2: [], 4: []}
-    for p in prompts:  # a router's random split, until each arm has PER_ARM
+    arms: dict[int, list[tuple[float, Prompt]]] = {2: [], 4: []}
+    for i, p in enumerate(prompts):
         k = rng.choice([2, 4])
         if len(arms[k]) >= PER_ARM:
             k = 6 - k
-        arms[k].append(p)
-    results = await asyncio.gather(*(run_load(servers[k].base_url, servers[k].model, arms[k], 2, max_tokens=48,
-                                              timeout_s=300, stall_timeout_s=120) for k in (2, 4)))
+        arms[k].append((i * GAP_S, p))
+    results = await asyncio.gather(*(run_load(
+        servers[k].base_url, servers[k].model, [p for _t, p in arms[k]], 4, max_tokens=48, timeout_s=300,
+        stall_timeout_s=120, arrival_times_s=[t for t, _p in arms[k]]) for k in (2, 4)))
     for r in results:
         assert r.failed_count == 0, r.errors()[:3]
 
@@ -119,7 +122,7 @@ def test_ab_of_two_real_servers_names_a_winner_or_a_tie(servers: dict[int, VllmS
         value = arms[k]["metrics"]["acceptance_rate"]["value"]
         lo, hi = arms[k]["metrics"]["acceptance_rate"]["ci"]
         assert lo <= value <= hi and value == pytest.approx(d_acc / d_tok, abs=0.03)
-        assert PER_ARM * 0.7 <= arms[k]["requests"] <= PER_ARM
+        assert 30 <= arms[k]["requests"] <= PER_ARM  # requests finished before both arms' first sample are not in it
     for metric, doc in docs.items():
         assert doc["verdict"] in ("winner", "tie"), (metric, doc.get("why"))
         lo, hi = doc["difference_ci"]
