@@ -70,3 +70,18 @@ def test_the_tax_table_is_the_recommendations_gain_per_shard(doc: dict):
                                "requests": rec["requests"]}]
     lo, hi = rec["gain_ci_pct"]
     assert lo < rec["gain_vs_default_pct"] < hi
+
+
+def test_a_shard_without_its_default_keeps_its_candidates_without_a_gain():
+    cands = [_cand("a", "mtp", 3, 100.0, True), _cand("a", "eagle3", 2, 150.0), _cand("c", "eagle3", 2, 90.0)]
+    frame = rescore_summary.candidates({"higher_is_better": True, "candidates": cands})
+    assert frame.height == 3
+    assert frame.filter(frame["shard"] == "c")["gain_vs_default_pct"].to_list() == [None]
+
+
+def test_columns_empty_in_the_first_hundred_candidates_keep_their_later_values():
+    """Goodput is only scored under an SLO; a document may carry it only for later shards."""
+    cands = [{**_cand(f"s{i}", "mtp", 3, 100.0, True), "goodput": None} for i in range(120)]
+    cands[-1]["goodput"] = 1.5
+    frame = rescore_summary.candidates({"higher_is_better": True, "candidates": cands})
+    assert frame.height == 120 and frame["goodput"].to_list()[-1] == 1.5
