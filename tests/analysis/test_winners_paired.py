@@ -84,3 +84,23 @@ def test_grouped_verdicts_use_the_paired_difference_too():
     assert [(t["method"], t["depth"]) for t in by["indep"]["tied"]] == [("mtp", 3), ("eagle3", 2)]
     assert by["shared"]["clear"] and by["shared"]["tied"] == []
     assert by["shared"]["winner"]["method"] == "mtp" and by["shared"]["runner_up"]["method"] == "eagle3"
+
+
+def test_equal_points_keep_their_input_order_even_among_many_candidates():
+    """A group holds 20+ cells (methods × depths 1–8). Equal point values rank in input order — the same answer on
+    every run and machine — checked against Python's stable sort, with enough candidates that numpy's default
+    (introsort) would reorder them."""
+    values = np.array([100.0, 90.0, 80.0] * 8)[np.random.default_rng(3).permutation(24)]
+    reps = values[:, None] + np.random.default_rng(4).normal(0, 1, (24, 400))
+    d = decide(values, reps, THROUGHPUT)
+    assert d.order == sorted(range(24), key=lambda i: -values[i])
+    d = decide(values, reps, P99)
+    assert d.order == sorted(range(24), key=lambda i: values[i])
+
+
+def test_a_candidate_without_a_value_ranks_last_and_is_never_tied():
+    reps = np.vstack([100.0 + _z(20)[:400], np.full(400, np.nan), 99.5 + _z(21)[:400]])
+    for metric, values, best in ((THROUGHPUT, [100.0, np.nan, 99.5], 0), (P99, [100.0, np.nan, 99.5], 2)):
+        d = decide(np.array(values), reps, metric)
+        assert d.order[0] == best and d.order[-1] == 1
+        assert 1 not in d.tied and sorted(d.tied) == [0, 2]
