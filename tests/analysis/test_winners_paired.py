@@ -118,7 +118,10 @@ def test_the_level_decides_how_sure_clear_is():
     reps = np.vstack([100.0 + 2.0 * _z(30), 97.0 + 2.0 * _z(31)])
     values = np.array([100.0, 97.0])
     assert not decide(values, reps, THROUGHPUT).clear
-    assert decide(values, reps, THROUGHPUT, level=0.5).clear
+    half = decide(values, reps, THROUGHPUT, level=0.5)
+    assert half.clear
+    # the candidates' own intervals at that level too: the 25 % and 75 % points
+    assert half.intervals == [tuple(np.percentile(r, [25, 75])) for r in reps]
 
 
 def test_replicates_that_agree_now_and_then_put_the_lower_bound_at_zero():
