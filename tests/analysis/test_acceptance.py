@@ -23,10 +23,32 @@ def test_cumulative_and_conditional_round_trip():
     assert acceptance.expected_tokens(cond) == pytest.approx(1 + r.sum())
 
 
-@pytest.mark.parametrize("target,k,decay", [(2.0, 2, 1.0), (2.8, 3, 1.0), (4.5, 7, 0.95), (1.3, 5, 0.9)])
-def test_solve_alpha_inverts_expected_tokens(target, k, decay):
-    a = acceptance.solve_alpha(target, k, decay)
-    assert acceptance.expected_tokens(acceptance.positions(a, decay, k)) == pytest.approx(target, rel=1e-6)
+def _alpha_by_polynomial_root(target: float, k: int, decay: float) -> float:
+    """The α in (0, 1) with 1 + Σ_i α^i·decay^(i(i−1)/2) = target (p_i = α·decay^(i−1) multiplied out), by np.roots:
+    a second implementation of what solve_alpha finds by bisection."""
+    coeffs = [decay ** (i * (i - 1) / 2) for i in range(k, 0, -1)] + [1.0 - target]  # highest power first
+    roots = [r.real for r in np.roots(coeffs) if abs(r.imag) < 1e-9 and 0 < r.real < 1]
+    assert len(roots) == 1
+    return roots[0]
+
+
+@pytest.mark.parametrize("target,k,decay,alpha", [
+    (1.6, 1, 1.0, 0.6),  # E = 1 + α
+    (1.6, 1, 0.5, 0.6),  # decay does not touch the first position
+    (2.0, 2, 1.0, (5 ** 0.5 - 1) / 2),  # 1 + α + α² = 2: the golden ratio's conjugate
+    (2.0, 2, 0.5, 3 ** 0.5 - 1),  # 1 + α + α²/2 = 2
+    (2.8, 3, 1.0, None), (3.5, 3, 1.0, None), (4.5, 7, 0.95, None), (1.3, 5, 0.9, None),
+])
+def test_solve_alpha_matches_closed_forms_and_polynomial_roots(target, k, decay, alpha):
+    want = alpha if alpha is not None else _alpha_by_polynomial_root(target, k, decay)
+    if alpha is not None:
+        assert _alpha_by_polynomial_root(target, k, decay) == pytest.approx(alpha, abs=1e-12)
+    assert acceptance.solve_alpha(target, k, decay) == pytest.approx(want, abs=1e-9)
+
+
+def test_solve_alpha_clips_to_what_the_shape_can_reach():
+    assert acceptance.solve_alpha(0.5, 3) == pytest.approx(0.0, abs=1e-12)  # τ below 1: no acceptance
+    assert acceptance.solve_alpha(99.0, 3) == pytest.approx(0.98, abs=1e-9)  # beyond the cap's E(k): the cap
 
 
 def test_fit_alpha_from_counters_recovers_alpha():

@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import duckdb
 import polars as pl
+import pytest
 
 from analysis import drilldown, frames, winners
 from ingest import store
 
 G = drilldown.Group("MI355X", "Kimi", "reasoning", 16)
+
+
+def independent_throughput(db, g: drilldown.Group) -> pl.DataFrame:
+    """Each cell of the group: throughput from its requests and its interval from its replicates, in SQL."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.sql("""
+            WITH c AS (SELECT run_id, cell_id, window_s FROM cells
+                       WHERE gpu = ? AND family = ? AND workload = ? AND concurrency = ? AND status = 'ok'),
+                 v AS (SELECT c.cell_id, sum(r.output_tokens) / any_value(c.window_s) AS value
+                       FROM c JOIN requests r USING (run_id, cell_id) WHERE coalesce(r.ok, true) GROUP BY c.cell_id),
+                 b AS (SELECT c.cell_id, quantile_cont(bs.output_throughput, 0.025) AS ci_low,
+                              quantile_cont(bs.output_throughput, 0.975) AS ci_high
+                       FROM c JOIN cell_bootstrap bs USING (run_id, cell_id) GROUP BY c.cell_id)
+            SELECT * FROM v JOIN b USING (cell_id) ORDER BY value DESC""",
+            params=[g.gpu, g.family, g.workload, g.concurrency]).pl()
+    finally:
+        con.close()
 
 
 def test_candidates_are_ranked_and_agree_with_winners(default_db):
@@ -17,7 +37,13 @@ def test_candidates_are_ranked_and_agree_with_winners(default_db):
         samples = drilldown.latency_samples(con, ranked)
         pos = drilldown.positions(con, G)
     assert ranked["rank"].to_list() == list(range(1, ranked.height + 1))
-    assert ranked["value"].to_list() == sorted(ranked["value"].to_list(), reverse=True)
+    # the ranking recomputed from the raw rows: Σ output tokens of successful requests / window, per cell, and
+    # the replicates' 2.5/97.5 % quantiles (linear, as numpy) — not the stored headline values drill-down reads
+    want = independent_throughput(default_db, G)
+    assert ranked["cell_id"].to_list() == want["cell_id"].to_list()
+    assert ranked["value"].to_list() == pytest.approx(want["value"].to_list(), rel=1e-9)
+    assert ranked["ci_low"].to_list() == pytest.approx(want["ci_low"].to_list(), rel=1e-9)
+    assert ranked["ci_high"].to_list() == pytest.approx(want["ci_high"].to_list(), rel=1e-9)
     w = doc["cells"][0]["winner"]
     assert (ranked["method"][0], ranked["depth"][0]) == (w["method"], w["depth"])
     assert set(samples["candidate"]) >= {"none"} and samples["candidate"].n_unique() == 4

@@ -84,3 +84,50 @@ def test_grouped_verdicts_use_the_paired_difference_too():
     assert [(t["method"], t["depth"]) for t in by["indep"]["tied"]] == [("mtp", 3), ("eagle3", 2)]
     assert by["shared"]["clear"] and by["shared"]["tied"] == []
     assert by["shared"]["winner"]["method"] == "mtp" and by["shared"]["runner_up"]["method"] == "eagle3"
+
+
+def test_equal_points_keep_their_input_order_even_among_many_candidates():
+    """A group holds 20+ cells (methods × depths 1–8). Equal point values rank in input order — the same answer on
+    every run and machine — checked against Python's stable sort, with enough candidates that numpy's default
+    (introsort) would reorder them."""
+    values = np.array([100.0, 90.0, 80.0] * 8)[np.random.default_rng(3).permutation(24)]
+    reps = values[:, None] + np.random.default_rng(4).normal(0, 1, (24, 400))
+    d = decide(values, reps, THROUGHPUT)
+    assert d.order == sorted(range(24), key=lambda i: -values[i])
+    d = decide(values, reps, P99)
+    assert d.order == sorted(range(24), key=lambda i: values[i])
+
+
+def test_a_candidate_without_a_value_ranks_last_and_is_never_tied():
+    reps = np.vstack([100.0 + _z(20)[:400], np.full(400, np.nan), 99.5 + _z(21)[:400]])
+    for metric, values, best in ((THROUGHPUT, [100.0, np.nan, 99.5], 0), (P99, [100.0, np.nan, 99.5], 2)):
+        d = decide(np.array(values), reps, metric)
+        assert d.order[0] == best and d.order[-1] == 1
+        assert 1 not in d.tied and sorted(d.tied) == [0, 2]
+
+
+def test_without_any_replicates_everyone_is_tied_with_the_winner():
+    """A metric without replicates (an empty array): no difference can be called, the winner first in the tie."""
+    d = decide(np.array([50.0, 100.0, 75.0]), np.empty((0, 0)), THROUGHPUT)
+    assert d.order == [1, 2, 0] and d.tied == [1, 2, 0] and not d.clear
+    assert all(np.isnan(lo) and np.isnan(hi) for lo, hi in d.intervals)
+
+
+def test_the_level_decides_how_sure_clear_is():
+    """Difference 3 with sd 2·√2 = 2.83: at 95 % the interval is 3 ± 5.5 (tie); at 50 % it is 3 ± 1.9 (clear)."""
+    reps = np.vstack([100.0 + 2.0 * _z(30), 97.0 + 2.0 * _z(31)])
+    values = np.array([100.0, 97.0])
+    assert not decide(values, reps, THROUGHPUT).clear
+    half = decide(values, reps, THROUGHPUT, level=0.5)
+    assert half.clear
+    # the candidates' own intervals at that level too: the 25 % and 75 % points
+    assert half.intervals == [tuple(np.percentile(r, [25, 75])) for r in reps]
+
+
+def test_replicates_that_agree_now_and_then_put_the_lower_bound_at_zero():
+    """The winner is ahead in 95 % of the paired replicates and exactly level in 5 % of them: the 2.5 % point of
+    the difference is 0, which does not exclude zero — a tie."""
+    cand = 100.0 + 5.0 * _z(32)
+    ahead = np.where(np.arange(B) % 20 == 0, 0.0, 1.0 + np.abs(_z(33)))
+    d = decide(np.array([101.0, 100.0]), np.vstack([cand + ahead, cand]), THROUGHPUT)
+    assert d.tied == [0, 1] and not d.clear

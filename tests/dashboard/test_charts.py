@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
+import duckdb
 import pytest
 
 from analysis import drilldown, explore, frames, gpu_compare, load, pareto, published, winners
@@ -36,11 +39,72 @@ def built(default_db) -> dict:
         }
 
 
+def _marks(svg: bytes) -> list[dict[str, str]]:
+    """The data marks of a rendered SVG, each as its fields: Vega writes a mark's datum into its aria-label
+    ("field: value; field: value"); axis and legend labels (no "; ") are left out."""
+    out = []
+    for label in re.findall(r'aria-label="([^"]*)"', svg.decode()):
+        parts = [p.split(": ", 1) for p in html.unescape(label).split("; ")]
+        if len(parts) > 1 and all(len(p) == 2 for p in parts):
+            out.append(dict(parts))
+    return out
+
+
 @pytest.mark.parametrize("kind", sorted(charts.BUILDERS))
 def test_builder_renders(built: dict, kind: str):
     chart = charts.build(kind, *built[kind])
     chart.to_dict()  # schema validation (the app skips it for speed)
-    assert export.chart_bytes(chart, "svg")[:200].count(b"<svg") == 1
+    svg = export.chart_bytes(chart, "svg")
+    assert svg[:200].count(b"<svg") == 1
+    assert len(_marks(svg)) >= 2  # the picture has the data drawn in it, not only axes and a frame
+
+
+def _best_by_sql(db, gpu: str, conc: int) -> dict[tuple[str, str], tuple[str, int, float]]:
+    """(family, workload) → (method, depth, value) of the highest output throughput, straight from the cells."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.sql("""SELECT family, workload, arg_max(method, output_throughput),
+                                 arg_max(depth, output_throughput), max(output_throughput) FROM cells
+                          WHERE gpu = ? AND concurrency = ? AND status = 'ok' GROUP BY ALL""",
+                       params=[gpu, conc]).fetchall()
+    finally:
+        con.close()
+    return {(f, w): (m, int(d), float(v)) for f, w, m, d, v in rows}
+
+
+def test_the_rendered_heatmap_shows_each_cells_best_candidate(built: dict, default_db):
+    """Every cell of the SVG names, as #1, the candidate with the highest throughput in the store (computed here in
+    SQL); a clear cell is drawn in that method's colour channel ("winner")."""
+    svg = export.chart_bytes(charts.build("winner_heatmap", *built["winner_heatmap"]), "svg")
+    best = _best_by_sql(default_db, "MI300X", 1)
+    seen, clear, filled = set(), set(), set()
+    for mark in _marks(svg):
+        if "#1 [95% CI]" not in mark:
+            continue
+        key = (mark["family"], mark["workload"])
+        method, depth, value = best[key]
+        name = "none" if method == "none" else f"{method}·{depth}"
+        assert mark["#1 [95% CI]"].startswith(f"{name}: {value:,.1f} ["), (key, mark)
+        seen.add(key)
+        if mark["verdict"] == "clear winner":
+            clear.add(key)
+            if "winner" in mark:  # the filled rect (labels carry the tooltip, not the colour channel)
+                assert mark["winner"] == method, key
+                filled.add(key)
+    assert seen == set(best) and clear and filled == clear
+
+
+def test_the_rendered_candidate_bars_are_every_cell_of_the_group(built: dict, default_db):
+    svg = export.chart_bytes(charts.build("candidates", *built["candidates"]), "svg")
+    con = duckdb.connect(str(default_db), read_only=True)
+    try:
+        want = {("none" if m == "none" else f"{m}·{d}", round(v, 3)) for m, d, v in con.sql(
+            "SELECT method, depth, output_throughput FROM cells WHERE gpu = 'MI300X' AND family = 'Qwen' "
+            "AND workload = 'code' AND concurrency = 1 AND status = 'ok'").fetchall()}
+    finally:
+        con.close()
+    got = {(m["candidate"], round(float(m["value"].replace(",", "")), 3)) for m in _marks(svg) if "candidate" in m}
+    assert got == want
 
 
 def test_exported_heatmap_has_no_selection_but_the_shown_one_does(built: dict):

@@ -3,6 +3,8 @@ good direction — checked on a hand-written document and on a real re-scoring o
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from analysis.rescore import RescoreOptions, rescore
@@ -70,3 +72,30 @@ def test_the_tax_table_is_the_recommendations_gain_per_shard(doc: dict):
                                "requests": rec["requests"]}]
     lo, hi = rec["gain_ci_pct"]
     assert lo < rec["gain_vs_default_pct"] < hi
+
+
+def test_a_shard_without_its_default_keeps_its_candidates_without_a_gain():
+    cands = [_cand("a", "mtp", 3, 100.0, True), _cand("a", "eagle3", 2, 150.0), _cand("c", "eagle3", 2, 90.0)]
+    frame = rescore_summary.candidates({"higher_is_better": True, "candidates": cands})
+    assert frame.height == 3
+    assert frame.filter(frame["shard"] == "c")["gain_vs_default_pct"].to_list() == [None]
+
+
+def test_columns_empty_in_the_first_hundred_candidates_keep_their_later_values():
+    """Goodput is only scored under an SLO; a document may carry it only for later shards."""
+    cands = [{**_cand(f"s{i}", "mtp", 3, 100.0, True), "goodput": None} for i in range(120)]
+    cands[-1]["goodput"] = 1.5
+    frame = rescore_summary.candidates({"higher_is_better": True, "candidates": cands})
+    assert frame.height == 120 and frame["goodput"].to_list()[-1] == 1.5
+
+
+def test_a_latency_gain_is_the_defaults_latency_over_the_winners(tmp_path: Path):
+    """Lower is better: the gain is default / winner − 1 (a winner at half the default's p99 gains +100 %)."""
+    db = synthetic_store(tmp_path / "s.duckdb", {("none", 0): 20.0, ("mtp", 3): 12.0, ("dflash", 2): 5.0})
+    with store.session(db, read_only=True) as c:
+        doc = rescore(c, _trace(), RescoreOptions(default=Choice("mtp", 3), metric="p99_e2e_ms"))
+    (rec,) = doc["recommendations"]
+    assert not doc["higher_is_better"] and (rec["method"], rec["depth"]) == ("dflash", 2)
+    value = {(x["method"], x["depth"]): x["value"] for x in doc["candidates"]}
+    want = (value[("mtp", 3)] / value[("dflash", 2)] - 1) * 100
+    assert want > 0 and rec["gain_vs_default_pct"] == pytest.approx(want, abs=0.01)
