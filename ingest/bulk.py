@@ -52,8 +52,10 @@ def keep_cells(frame: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(pl.Series(np.repeat(keep, segs["len"].to_numpy())))
 
 
-def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
-    """Bootstrap replicates of every ok cell in ``cells`` from its rows in ``requests`` (failed requests left out)."""
+def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame, model_draws: pl.DataFrame | None = None
+                     ) -> pl.DataFrame:
+    """Bootstrap replicates of every ok cell in ``cells`` from its rows in ``requests`` (failed requests left out),
+    times the cell's model-draw factors where ``model_draws`` has them (simulated cells)."""
     ok_cells = cells.filter(pl.col("status") == "ok").select("run_id", "cell_id", "depth", "output_throughput")
     if requests.height == 0 or ok_cells.height == 0:
         return pl.DataFrame()
@@ -71,6 +73,11 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
         arrays["output_tokens"] = np.nan_to_num(arrays["output_tokens"], nan=0.0)
     ok = requests["ok"].fill_null(True).to_numpy() if "ok" in requests.columns else np.ones(n_rows, dtype=bool)
     B = cellstats.BOOTSTRAP_REPLICATES
+    factors: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+    if model_draws is not None and model_draws.height:
+        md = model_draws.sort("run_id", "cell_id", "replicate")
+        for (run_id, cell_id), grp in md.group_by(["run_id", "cell_id"], maintain_order=True):
+            factors[(run_id, cell_id)] = {k: grp[k].to_numpy() for k in cellstats.METRIC_KEYS if k in grp.columns}
     done, parts = [], {k: [] for k in cellstats.METRIC_KEYS}
     for run_id, cell_id, depth, tput in ok_cells.iter_rows():
         if (run_id, cell_id) not in span:
@@ -79,6 +86,7 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
         mask = ok[a:b]
         cols = {c: v[a:b] if mask.all() else v[a:b][mask] for c, v in arrays.items()}
         boot = cellstats.bootstrap_arrays(cols, tput, depth=int(depth), seed=cellstats.seed_for(cell_id))
+        boot = cellstats.apply_model_factors(boot, factors.get((run_id, cell_id)))
         done.append((run_id, cell_id))
         for k in parts:
             parts[k].append(boot[k])

@@ -184,7 +184,7 @@ def cell_status(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
 
 
 def delete_cell(con: duckdb.DuckDBPyConnection, run_id: str, cell_id: str) -> None:
-    for table in ("cells", "positions", "requests", "cell_bootstrap"):
+    for table in ("cells", "positions", "requests", "cell_bootstrap", "model_draws"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ? AND cell_id = ?", [run_id, cell_id])
 
 
@@ -192,6 +192,7 @@ def _cell_frames(
     run_id: str, key: CellKey, requests: pl.DataFrame, *, status: str, error: str | None,
     window_s: float | None, gpu_count: int, counters: SpecCounters | None,
     itl_ms: np.ndarray | None, headline: dict[str, float] | None,
+    model_factors: dict[str, np.ndarray] | None = None,
 ) -> dict[str, pl.DataFrame]:
     cell_id = key.cell_id
     reqs = conform_requests(requests)
@@ -216,6 +217,14 @@ def _cell_frames(
         )
         if status == "ok":
             boot = cellstats.bootstrap(reqs, metrics, depth=key.depth, seed=cellstats.seed_for(cell_id))
+            boot = cellstats.apply_model_factors(boot, model_factors)
+            if model_factors:
+                frames["model_draws"] = pl.DataFrame({
+                    "run_id": run_id, "cell_id": cell_id,
+                    "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16),
+                    **{k: np.asarray(model_factors.get(k, np.ones(cellstats.BOOTSTRAP_REPLICATES)), dtype=float)
+                       for k in cellstats.METRIC_KEYS},
+                })
             frames["cell_bootstrap"] = pl.DataFrame({
                 "run_id": run_id, "cell_id": cell_id,
                 "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16), **boot,
@@ -227,13 +236,15 @@ def cell_frames(
     run_id: str, key: CellKey, requests: pl.DataFrame, *, window_s: float | None, gpu_count: int,
     counters: SpecCounters | None = None, itl_ms: np.ndarray | None = None, status: str = "ok",
     error: str | None = None, headline: dict[str, float] | None = None,
+    model_factors: dict[str, np.ndarray] | None = None,
 ) -> dict[str, pl.DataFrame]:
-    """The rows one cell would land as (cells, positions, requests, cell_bootstrap), without writing.
+    """The rows one cell would land as (cells, positions, requests, cell_bootstrap, model_draws), without writing.
 
     For importers that land many cells from several files in one transaction via :func:`write_tables_bulk`.
     """
     return _cell_frames(run_id, key, requests, status=status, error=error, window_s=window_s,
-                        gpu_count=gpu_count, counters=counters, itl_ms=itl_ms, headline=headline)
+                        gpu_count=gpu_count, counters=counters, itl_ms=itl_ms, headline=headline,
+                        model_factors=model_factors)
 
 
 def write_cell(
@@ -250,11 +261,12 @@ def write_cell(
     error: str | None = None,
     headline: dict[str, float] | None = None,
     replace: bool = False,
+    model_factors: dict[str, np.ndarray] | None = None,
 ) -> bool:
     """Land one cell atomically. Returns False (and writes nothing) when it is already there."""
     frames = _cell_frames(
         run_id, key, requests, status=status, error=error, window_s=window_s, gpu_count=gpu_count,
-        counters=counters, itl_ms=itl_ms, headline=headline,
+        counters=counters, itl_ms=itl_ms, headline=headline, model_factors=model_factors,
     )
     with transaction(con):
         exists = sql.one(con,
@@ -264,7 +276,7 @@ def write_cell(
             return False
         if exists:
             delete_cell(con, run_id, key.cell_id)
-        for table in ("cells", "positions", "requests", "cell_bootstrap"):
+        for table in ("cells", "positions", "requests", "model_draws", "cell_bootstrap"):
             if table in frames:
                 _insert(con, table, frames[table])
     return True
@@ -293,12 +305,12 @@ def write_tables_bulk(
     added: dict[str, int] = {"cells": new_cells.height}
     keys = new_cells.select("run_id", "cell_id")
     out = {"cells": new_cells}
-    for table in ("positions", "requests", "cell_bootstrap"):
+    for table in ("positions", "requests", "model_draws", "cell_bootstrap"):
         frame = tables.get(table)
         if frame is not None and frame.height:
             out[table] = keep_cells(frame, keys)
     if "cell_bootstrap" not in out and "requests" in out:
-        out["cell_bootstrap"] = bootstrap_frames(new_cells, out["requests"])
+        out["cell_bootstrap"] = bootstrap_frames(new_cells, out["requests"], out.get("model_draws"))
     # Bulk rows need not keep their input order (readers ORDER BY request_index): DuckDB then writes compressed
     # row groups in parallel, instead of rewriting them at the next checkpoint (~40 % of a 10 M-row load).
     con.execute("SET preserve_insertion_order = false")
@@ -323,7 +335,10 @@ def write_tables_bulk(
 def export_tables(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None = None) -> dict[str, pl.DataFrame]:
     """The rows of the given runs (all when None), as polars frames, for Parquet export."""
     out = {}
-    for table in ("runs", "cells", "positions", "requests"):
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    for table in ("runs", "cells", "positions", "requests", "model_draws"):
+        if table not in have:  # a store made before model draws existed
+            continue
         if run_ids is None:
             out[table] = sql.frame(con, f"SELECT * FROM {table}")
         else:
