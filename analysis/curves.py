@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 
-from analysis import frames
+from analysis import frames, model_provenance
 
 
 def curve(con: duckdb.DuckDBPyConnection, family: str, method: str, workload: str, gpu: str | None = None,
@@ -21,7 +21,7 @@ def curve(con: duckdb.DuckDBPyConnection, family: str, method: str, workload: st
             "depth": int(depth), "concurrency": int(conc), "gpu": g,
             "acceptance_length": _n(row["acceptance_length"]), "acceptance_rate": _n(row["acceptance_rate"]),
             "output_throughput": _n(row["output_throughput"]), "p99_e2e_ms": _n(row["p99_e2e_ms"]),
-            "backend": row["backend"],
+            "backend": row["backend"], "provenance": model_provenance.for_row(row),
         })
     points.sort(key=lambda p: (p["gpu"], p["concurrency"], p["depth"]))
     return {"family": family, "method": method, "workload": workload, "gpu": gpu, "points": points,

@@ -87,6 +87,7 @@ def winner_rows(doc: dict) -> pl.DataFrame:
             "text_color": theme.TEXT_ON.get(w["method"], "#000000"),
             "top1": top[0] if top else "", "top2": top[1] if len(top) > 1 else "",
             "top3": top[2] if len(top) > 2 else "", "backend": c["backend"],
+            "provenance": (c.get("provenance") or {}).get("summary", ""),
         })
     return pl.DataFrame(rows, schema_overrides={"gain_vs_none_pct": pl.Float64, "value": pl.Float64})
 
@@ -120,7 +121,7 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
     tooltip = [alt.Tooltip("family:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
                alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
                alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
-               alt.Tooltip("backend:N")]
+               alt.Tooltip("backend:N"), alt.Tooltip("provenance:N", title="where it comes from")]
     present = sorted(set(stripes["method"])) if stripes.height else []
     sel = alt.selection_point(name=SELECTION, fields=["gpu", "family", "workload"], on="click", empty=False)
     # clear cells are one rect (no seams); ties are drawn as stripes through an x offset

@@ -72,6 +72,8 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
         text = (f"clear winner **{charts.cand(w['method'], w['depth'])}**" if verdict["clear"] else
                 "**tie** between " + ", ".join(charts.cand(t["method"], t["depth"]) for t in verdict["tied"]))
         st.markdown(f"**{gpu} · {family} · {workload} · concurrency {concurrency}** — {text}")
+        if (verdict.get("provenance") or {}).get("summary"):  # analysis says where the winner's numbers come from
+            st.caption(f"Where the winner's numbers come from: {verdict['provenance']['summary']}")
     name = export.slug(page, "detail", metric, gpu, family, workload, f"c{concurrency}")
     where = f"{gpu} · {family} · {workload} · concurrency {concurrency}"  # an exported chart says which cell
     sim = bool(doc.get("simulated"))

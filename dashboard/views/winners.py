@@ -79,7 +79,8 @@ def _report() -> report.Report:
                                                        f"{label} · concurrency {v['conc']}", select=False))
                 for g in gpus],
         tables=[(f"{g} winners", rows.select("family", "workload", "method", "depth", "value", "gain_vs_none_pct",
-                                             "verdict", "tied", "top1", "top2", "top3")) for g, rows in shown],
+                                             "verdict", "tied", "top1", "top2", "top3", "provenance"))
+                for g, rows in shown],
         provenance=data.runs(data.db_path(), data.stamp()),
         simulated=doc["simulated"],
     )
