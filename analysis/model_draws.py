@@ -3,10 +3,14 @@
 Draw j (j = 0..R−1, one seed for the whole product, so draw j is the same parameter set for every cell and
 every comparison stays paired) takes, per method:
 
-* an acceptance-level error ε — resampled from the method's leave-one-source-out residuals
-  log(published τ / predicted τ) (:mod:`analysis.validation`; all methods pooled when a method has fewer
-  than ``MIN_RESIDUALS``) and centred on their median, so a new deployment's drafter may be as far from the
-  fit as a left-out source was;
+* an acceptance-level error ε = s_j + δ_{m,j} from the leave-one-source-out residuals
+  log(published τ / predicted τ) (:mod:`analysis.validation`): s_j, shared by every method, resampled from
+  the per-source shifts (each left-out source's mean residual: a deployment's target, prompts and harness
+  move all its drafters together, as the DSpark paper's three methods moved together), and δ_{m,j}, per
+  method, resampled from the rows' deviations from their source's shift (all methods pooled when a method
+  has fewer than ``MIN_RESIDUALS``); both centred on their median (the point fit already uses every source).
+  A new deployment's level may be as far from the fit as a left-out source was, and methods compared within
+  it differ by as much as methods within one source did;
   cells whose α is a ``prior`` draw α uniformly in the prior's range instead;
 * a decay — uniform in the fitted decay's range (the spread of the curves' own fits, or the prior range);
 * every draft-cost constant (pass_ms, token_frac, serial_head_ms) and the n-gram proposal rate — uniform in
@@ -56,16 +60,26 @@ def _uniform(rng: np.random.Generator, prior: params.Prior | None, fallback: flo
     return rng.uniform(prior.low, prior.high, R)
 
 
+def _rng(name: str) -> np.random.Generator:
+    return np.random.default_rng(int(hashlib.sha256(f"{MODEL_SEED}:{name}".encode()).hexdigest()[:12], 16))
+
+
+@cache
+def shared_shift() -> np.ndarray:
+    """s_j: the per-source level shift of draw j, the same for every method and cell."""
+    shifts, _dev = validation.residual_parts()
+    return _rng("source-shift").choice(shifts - np.median(shifts), R, replace=True)
+
+
 @cache
 def method_draws(method: str) -> MethodDraws:
-    seed = int(hashlib.sha256(f"{MODEL_SEED}:{method}".encode()).hexdigest()[:12], 16)
-    rng = np.random.default_rng(seed)
-    res = validation.residuals_by_method()
-    pool = res.get(method)
+    rng = _rng(method)
+    _shifts, dev = validation.residual_parts()
+    pool = dev.get(method)
     if pool is None or pool.size < MIN_RESIDUALS:
-        pool = res["*"]
+        pool = dev["*"]
     # centred: the fit already uses every source, so the draws spread around the point, they do not shift it
-    eps = rng.choice(pool - np.median(pool), R, replace=True)
+    eps = shared_shift() + rng.choice(pool - np.median(pool), R, replace=True)
     fit = calibration.decay_fit(method)
     decay = rng.uniform(fit.low, fit.high, R) if fit.high > fit.low else np.full(R, fit.value)
     pri = params.priors()

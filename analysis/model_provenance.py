@@ -56,7 +56,8 @@ def provenance(method: str, family: str, workload: str, depth: int) -> dict:
     summary = (f"{how}; depth shape {fit.kind} (decay {fit.value:.3f})"
                + (f"; depth {depth} extrapolated (measured: {', '.join(map(str, measured)) or 'none'})"
                   if extrapolated else "")
-               + (f"; draft-cost priors: {', '.join(k.rsplit('.', 1)[1] for k in draft_priors)}" if draft_priors else ""))
+               + (f"; draft-cost priors: {', '.join(k.rsplit('.', 1)[1] for k in draft_priors)}"
+                  if draft_priors else ""))
     return {"kind": "modelled", "acceptance": acc, "shape": shape, "extrapolated": extrapolated,
             "measured_depths": measured, "draft_cost_priors": draft_priors, "summary": summary}
 

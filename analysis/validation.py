@@ -92,6 +92,22 @@ def residuals_by_method() -> dict[str, np.ndarray]:
     return {k: np.array(v) for k, v in groups.items()}
 
 
+def residual_parts() -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The residuals split into a per-source shift (mean over the source's rows, one value per source) and
+    the rows' deviations from their source's shift, per method (all pooled under ``*``)."""
+    by_src: dict[str, list[Prediction]] = defaultdict(list)
+    for p in leave_one_source_out():
+        by_src[p.row.source_url].append(p)
+    shifts, dev = [], defaultdict(list)
+    for preds in by_src.values():
+        r = np.array([p.log_ratio for p in preds])
+        shifts.append(float(r.mean()))
+        for p, x in zip(preds, r - r.mean(), strict=True):
+            dev[p.row.method].append(float(x))
+            dev["*"].append(float(x))
+    return np.array(shifts), {k: np.array(v) for k, v in dev.items()}
+
+
 def markdown_table() -> str:
     """The validation table as Markdown (docs/simulator.md carries exactly this text)."""
     bd = by_depth()

@@ -147,7 +147,9 @@ def test_acceptance_by_workload_mtp_shape_dflash_depth_dspark_reasoning(default_
     mtp = default_cells.filter(pl.col("method") == "mtp", pl.col("concurrency") == 1, pl.col("workload") == "code")
     rise = {f: (g.filter(pl.col("depth") == 5)["acceptance_length"].mean()
                 - g.filter(pl.col("depth") == 3)["acceptance_length"].mean()) for (f,), g in mtp.group_by("family")}
-    assert min(rise.values()) < 0.2 < max(rise.values()), f"MTP: some heads flatten after 3, others rise: {rise}"
+    # What an extra depth adds is family-dependent (through each family's fitted or borrowed level); no
+    # published curve shows an MTP head flattening after 3, so there is no cliff (docs/simulator.md).
+    assert max(rise.values()) - min(rise.values()) > 0.2, f"MTP depth gains do not depend on the family: {rise}"
     dflash = default_cells.filter(pl.col("method") == "dflash", pl.col("concurrency") == 64)
     deep = dflash.group_by("depth").agg(pl.col("speedup").median()).sort("depth")["speedup"].to_list()
     assert deep[-1] < max(deep), "DFlash should degrade when pushed deep under load"
