@@ -4,8 +4,10 @@ For a modelled cell it says how its acceptance was obtained — ``fitted`` from 
 sources), ``borrowed`` (the method's pool on that workload × the family's ratio, from whom), or ``prior``
 (the TOML prior) — how the depth shape was obtained (fitted decay or prior), whether the depth lies outside
 every depth a source measured for the method (``extrapolated``), and which draft-cost constants are priors
-(assumptions with a range) rather than fits. ``winners``, ``curve`` and ``rescore`` JSON, the dashboard
-tooltip and drill-down, and the exports carry this object; measured cells get ``{"kind": "measured"}``.
+(no draft constant is fitted on the product's own family and GPU: each is a prior with a range, some
+informed by batch-1 rows on other hardware, analysis/draft_evidence.py). ``winners``, ``curve`` and
+``rescore`` JSON, the dashboard tooltip and drill-down, and the exports carry this object; measured cells get
+``{"kind": "measured"}``.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def provenance(method: str, family: str, workload: str, depth: int) -> dict:
     extrapolated = not measured or depth < min(measured) or depth > max(measured)
     pri = params.priors()
     draft_priors = [f"methods.{method}.draft.{k}" for k in DRAFT_KEYS
-                    if (pr := pri.get(f"methods.{method}.draft.{k}")) is not None and pr.is_assumption
+                    if (pr := pri.get(f"methods.{method}.draft.{k}")) is not None
                     and pr.low is not None and (k != "serial_head_ms" or pr.value > 0)]
     if src.kind == "fitted":
         how = f"acceptance fitted from {len(src.rows)} published rows ({', '.join(_host(s) for s in sources)})"

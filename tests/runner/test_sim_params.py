@@ -42,5 +42,6 @@ def test_the_check_catches_bare_and_unsourced_constants():
 def test_priors_expose_ranges_for_the_model_draws():
     pri = params.priors()
     serial = pri["methods.dspark.draft.serial_head_ms"]
-    assert serial.low == 0.0 and serial.high > serial.value > 0 and serial.is_assumption
+    assert serial.low == 0.0 and serial.high > serial.value > 0
+    assert pri["methods.mtp.draft.pass_ms"].is_assumption
     assert pri["families.Kimi.overhead_ms"].source.startswith("fitted to https://")
