@@ -131,8 +131,12 @@ def goodput_frame(con: duckdb.DuckDBPyConnection, cells: pl.DataFrame, ttft_ms: 
 def winners(
     con: duckdb.DuckDBPyConnection, metric: str = "output_throughput", f: frames.Filters | None = None,
     *, slo_ttft_ms: float = 2000.0, slo_tpot_ms: float = 50.0, best_depth_per_method: bool = False,
+    model_error: bool = True,
 ) -> dict:
-    """The winner of every group under the filters, as the CLI's JSON document (DESIGN contract)."""
+    """The winner of every group under the filters, as the CLI's JSON document (DESIGN contract).
+
+    ``model_error=False`` takes the model draws out of simulated cells' replicates (sampling noise only): for
+    comparing two simulated runs, whose cells share every draw, so the model's error cancels between them."""
     m = get_metric(metric)
     cells = frames.cells(con, f or frames.Filters())
     if m.name == "goodput":
@@ -141,6 +145,10 @@ def winners(
         values = cells[m.name].fill_null(np.nan).to_numpy().astype(float)
         reps = frames.replicates(con, cells, m.name)
     model = frames.model_factors(con, cells, m.name) if m.name != "goodput" else None
+    if not model_error and model is not None and model.size and reps.size:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps = reps / model[:, : reps.shape[1]]
+        model = None
     return decide_groups(cells, values, reps, m, best_depth_per_method=best_depth_per_method, model=model)
 
 
