@@ -42,25 +42,23 @@ def acceptance_rate(conditional: Sequence[float]) -> float:
     return (expected_tokens(conditional) - 1.0) / k if k else float("nan")
 
 
-def positions(alpha: float, decay: float, k: int, *, cliff_after: int = 0, cliff: float = 1.0,
-              cap: float = 0.98) -> np.ndarray:
-    """The simulator's conditional acceptance shape: p_i = α·decay^(i−1), times ``cliff`` past a position."""
+def positions(alpha: float, decay: float, k: int, *, cap: float = 0.98) -> np.ndarray:
+    """The simulator's conditional acceptance shape: p_i = α·decay^(i−1), clipped to [0, cap].
+
+    One shape for every method; ``decay`` is fitted per method from published per-depth and per-position
+    curves (:mod:`analysis.calibration`). decay < 1 makes E(k) saturate with depth, decay = 1 is i.i.d.
+    """
     i = np.arange(1, k + 1)
-    p = alpha * decay ** (i - 1)
-    if cliff_after:
-        p = np.where(i > cliff_after, p * cliff, p)
-    return np.clip(p, 0.0, cap)
+    return np.clip(alpha * decay ** (i - 1), 0.0, cap)
 
 
-def solve_alpha(target_tau: float, k: int, decay: float = 1.0, *, cliff_after: int = 0,
-                cliff: float = 1.0) -> float:
+def solve_alpha(target_tau: float, k: int, decay: float = 1.0) -> float:
     """The α whose :func:`positions` shape gives E(k) = ``target_tau`` (bisection; clipped to [0, 0.98])."""
     lo, hi = 0.0, 0.98
-    target_tau = float(np.clip(target_tau, 1.0, expected_tokens(positions(hi, decay, k, cliff_after=cliff_after,
-                                                                          cliff=cliff))))
-    for _ in range(60):
+    target_tau = float(np.clip(target_tau, 1.0, expected_tokens(positions(hi, decay, k))))
+    for _ in range(50):
         mid = (lo + hi) / 2
-        if expected_tokens(positions(mid, decay, k, cliff_after=cliff_after, cliff=cliff)) < target_tau:
+        if expected_tokens(positions(mid, decay, k)) < target_tau:
             lo = mid
         else:
             hi = mid

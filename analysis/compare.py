@@ -198,8 +198,11 @@ def compare_runs(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str, opts: C
         raise UsageError("compare needs two different runs")
     cells_a = frames.cells(con, frames.Filters(runs=(run_a,)))
     cells_b = frames.cells(con, frames.Filters(runs=(run_b,)))
+    # model draws are shared by both runs' simulated cells (draw j is one parameter set everywhere): they cancel
+    # between runs, so drift is judged on sampling noise (measured cells have no draws anyway)
     res = [winners.winners(con, metric.name, frames.Filters(runs=(r,)),
-                           best_depth_per_method=opts.best_depth_per_method) for r in (run_a, run_b)]
+                           best_depth_per_method=opts.best_depth_per_method, model_error=False)
+           for r in (run_a, run_b)]
     groups = group_changes(res[0], res[1], cells_a, cells_b, metric.name)
     changes = cell_changes(con, cells_a, cells_b, opts.level)
     ids_a, ids_b = set(cells_a["cell_id"].to_list()), set(cells_b["cell_id"].to_list())

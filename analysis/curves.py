@@ -10,7 +10,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 
-from analysis import frames
+from analysis import frames, model_provenance
 
 
 def curve(con: duckdb.DuckDBPyConnection, family: str, method: str, workload: str, gpu: str | None = None,
@@ -28,7 +28,7 @@ def curve(con: duckdb.DuckDBPyConnection, family: str, method: str, workload: st
             "whole_window_output_throughput": _n(row["output_throughput"]),
             "steady_fallback": row["steady_fallback"], "p99_e2e_ms": _n(row["p99_e2e_ms"]),
             "backend": row["backend"], "simulated": row["backend"] == "sim",
-            # per-point provenance of modelled numbers (issue 11 item 6) belongs here, next to `backend`
+            "provenance": model_provenance.for_row(row),
         })
     points.sort(key=lambda p: (p["gpu"], p["concurrency"], p["depth"]))
     backends = sorted({p["backend"] for p in points})

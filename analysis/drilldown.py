@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import duckdb
 import polars as pl
 
-from analysis import explore, frames
+from analysis import explore, frames, model_provenance
 from analysis.cellvalues import Slo, metric_values
 from analysis.metrics import get_metric
 
@@ -39,6 +39,10 @@ def candidates(con: duckdb.DuckDBPyConnection, group: Group, metric: str, base: 
                          "acceptance_rate", "output_throughput", "p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms",
                          "n_requests", "acceptance_source", "acceptance_suspect", "backend", "run_id", "cell_id")
     ranked = cells.sort("value", descending=m.higher_is_better, nulls_last=True)
+    # where each candidate's numbers come from (measured run, or the model's fitted/borrowed/prior parts)
+    prov = [model_provenance.for_row({**r, "family": group.family, "workload": group.workload})["summary"]
+            for r in ranked.select("method", "depth", "backend", "run_id").iter_rows(named=True)]
+    ranked = ranked.with_columns(pl.Series("provenance", prov, dtype=pl.String))
     return ranked.with_row_index("rank", offset=1)
 
 

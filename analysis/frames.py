@@ -85,6 +85,28 @@ def replicates(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metric: str) 
     return out
 
 
+def model_factors(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metric: str) -> np.ndarray:
+    """Model-draw factors of ``metric`` as a (cells × draws) matrix aligned with ``keys`` rows: 1.0 for cells
+    without draws (measured cells, no-spec cells); (n × 0) when the store has no model draws at all."""
+    m = get_metric(metric)
+    present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if keys.height == 0 or not m.bootstrapped or "model_draws" not in present:
+        return np.zeros((keys.height, 0))
+    con.register("_keys", keys.select("run_id", "cell_id").with_row_index("row").to_arrow())
+    try:
+        frame = query(con, f"""
+            SELECT k.row, d.replicate, d.{m.name} AS v
+            FROM _keys k JOIN model_draws d ON d.run_id = k.run_id AND d.cell_id = k.cell_id
+        """)
+    finally:
+        con.unregister("_keys")
+    if frame.height == 0:
+        return np.zeros((keys.height, 0))
+    out = np.ones((keys.height, int(frame["replicate"].max()) + 1))
+    out[frame["row"].to_numpy(), frame["replicate"].to_numpy()] = frame["v"].fill_null(1.0).to_numpy()
+    return out
+
+
 def requests(con: duckdb.DuckDBPyConnection, run_id: str, cell_id: str) -> pl.DataFrame:
     return query(con,
         "SELECT * FROM requests WHERE run_id = ? AND cell_id = ? ORDER BY request_index", [run_id, cell_id]

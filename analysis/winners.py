@@ -6,6 +6,11 @@ of the bootstrap difference (winner − candidate, replicates paired by index: t
 independent) either excludes zero — the candidate is clearly beaten — or it does not, and the candidate is
 tied with the winner. The winner is **clear** only when nobody is tied with it; otherwise the group is a
 tie and names the tied set. Candidates without replicates cannot be beaten clearly (no claim from noise).
+
+Simulated cells carry model-draw factors (analysis/model_draws.py, already folded into their replicates). On
+top of the interval, a candidate that beats the winner under *any* model draw (point value × the draw's
+factor, same draw for both: paired) is tied with it: a winner that flips within the model's uncertainty is a
+tie, so "clear" on simulated data means robust to the model's error, not only to its dice.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import frames
+from analysis import frames, model_provenance
 from analysis.metrics import Metric, get_metric
 
 GROUP = ("gpu", "family", "workload", "concurrency")
@@ -64,10 +69,12 @@ def interval(reps: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
 
 
 def decide(values: np.ndarray, reps: np.ndarray, metric: Metric, level: float = LEVEL,
-           ivals: list[tuple[float, float]] | None = None) -> Decision:
+           ivals: list[tuple[float, float]] | None = None, model: np.ndarray | None = None) -> Decision:
     """Apply the winner rule to candidates with point ``values`` and bootstrap ``reps`` (n × B).
 
-    ``ivals``: the candidates' own intervals when the caller already computed them (all cells at once)."""
+    ``ivals``: the candidates' own intervals when the caller already computed them (all cells at once).
+    ``model``: per-candidate model-draw factors (n × R, 1.0 for measured cells): a candidate ahead of the
+    winner under any draw is tied with it."""
     sign = 1.0 if metric.higher_is_better else -1.0
     score = np.where(np.isfinite(values), sign * values, -np.inf)
     order = [int(i) for i in np.argsort(-score, kind="stable")]
@@ -79,6 +86,11 @@ def decide(values: np.ndarray, reps: np.ndarray, metric: Metric, level: float = 
     elif others:
         lo, _hi = intervals(sign * (reps[w][None, :] - reps[others]), level)
         tied += [c for c, low in zip(others, lo, strict=True) if not np.isfinite(low) or low <= 0.0]
+    if model is not None and model.size and others:
+        with np.errstate(invalid="ignore"):
+            flips = (sign * (values[w] * model[w][None, :] - values[others][:, None] * model[others]) < 0).any(axis=1)
+        tied += [c for c, f in zip(others, flips, strict=True) if f and c not in tied]
+        tied = [w, *sorted(set(tied[1:]), key=order.index)]
     if ivals is None:
         ivals = _interval_list(reps, len(values), level)
     return Decision(order=order, tied=tied, clear=len(tied) == 1, intervals=ivals)
@@ -154,8 +166,12 @@ def winners(
     con: duckdb.DuckDBPyConnection, metric: str = "output_throughput", f: frames.Filters | None = None,
     *, slo_ttft_ms: float = 2000.0, slo_tpot_ms: float = 50.0, best_depth_per_method: bool = False,
     draft_models: dict[str, str] | None = None,
+    model_error: bool = True,
 ) -> dict:
-    """The winner of every group under the filters, as the CLI's JSON document (DESIGN contract)."""
+    """The winner of every group under the filters, as the CLI's JSON document (DESIGN contract).
+
+    ``model_error=False`` takes the model draws out of simulated cells' replicates (sampling noise only): for
+    comparing two simulated runs, whose cells share every draw, so the model's error cancels between them."""
     m = get_metric(metric)
     cells = frames.cells(con, f or frames.Filters())
     # A synthetic-acceptance cell measured step cost at a given acceptance, not the method: it never wins.
@@ -165,7 +181,12 @@ def winners(
     else:
         values = cells[m.value_column].fill_null(np.nan).to_numpy().astype(float)
         reps = frames.replicates(con, cells, m.value_column)
-    return decide_groups(cells, values, reps, m, best_depth_per_method=best_depth_per_method,
+    model = frames.model_factors(con, cells, m.name) if m.name != "goodput" else None
+    if not model_error and model is not None and model.size and reps.size:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps = reps / model[:, : reps.shape[1]]
+        model = None
+    return decide_groups(cells, values, reps, m, best_depth_per_method=best_depth_per_method, model=model,
                          draft_models=draft_models)
 
 
@@ -181,7 +202,8 @@ def deploy_for(row: dict, draft_models: dict[str, str] | None = None) -> dict:
 
 
 def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric, *,
-                  best_depth_per_method: bool = False, draft_models: dict[str, str] | None = None) -> dict:
+                  best_depth_per_method: bool = False, model: np.ndarray | None = None,
+                  draft_models: dict[str, str] | None = None) -> dict:
     out_cells = []
     all_rows = cells.to_dicts()  # once, not per group: the rerun of a dashboard page waits on this
     all_ivals = _interval_list(reps, cells.height)
@@ -192,6 +214,7 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
         ivals = [all_ivals[i] for i in idx_list]
         v, r = values[idx], (reps[idx] if reps.size else reps)
         group_rows, group_values = rows, v  # every depth measured, for the edge-of-grid flag
+        md = model[idx] if model is not None and model.size else None
         if best_depth_per_method:  # keep each method's best depth only
             keep = {}
             for j, row in enumerate(rows):
@@ -200,10 +223,11 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
                     keep[row["method"]] = j
             sel = np.array(sorted(keep.values()), dtype=int)
             rows, v, r = [rows[j] for j in sel], v[sel], (r[sel] if r.size else r)
+            md = md[sel] if md is not None else None
             ivals = [ivals[j] for j in sel]
         if not len(rows) or not np.isfinite(v).any():
             continue
-        d = decide(v, r, m, ivals=ivals)
+        d = decide(v, r, m, ivals=ivals, model=md)
         w = d.order[0]
         ru = d.order[1] if len(d.order) > 1 and np.isfinite(v[d.order[1]]) else None
         base = next((j for j, row in enumerate(rows) if row["method"] == "none"), None)
@@ -229,6 +253,7 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
             "gain_vs_none_pct": _num(gain) if gain is not None else None,
             "baseline_value": _num(v[base]) if base is not None else None,
             "backend": rows[w]["backend"],
+            "provenance": model_provenance.for_row(rows[w]),
             "run_id": rows[w]["run_id"],
             "cell_id": rows[w]["cell_id"],
             # measured | predicted (a factorized plan's model value, no requests behind it) | confirmed

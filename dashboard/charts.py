@@ -98,6 +98,7 @@ def winner_rows(doc: dict) -> pl.DataFrame:
             "whole_window": "" if w.get("whole_window_value") is None else (
                 f"{_fmt(w['whole_window_value'], d)}" + (f" (steady window not used: {w['steady_fallback']})"
                                                           if w.get("steady_fallback") else "")),
+            "provenance": (c.get("provenance") or {}).get("summary", ""),
         })
     return pl.DataFrame(rows, schema_overrides={"gain_vs_none_pct": pl.Float64, "value": pl.Float64})
 
@@ -131,7 +132,7 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
     tooltip = [alt.Tooltip("family:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
                alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
                alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
-               alt.Tooltip("backend:N")]
+               alt.Tooltip("backend:N"), alt.Tooltip("provenance:N", title="where it comes from")]
     if any(c.get("grid_edge") for c in cells):
         tooltip.append(alt.Tooltip("grid_edge:N", title="depth grid"))
     if any(c["winner"].get("whole_window_value") is not None for c in cells):

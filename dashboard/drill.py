@@ -78,8 +78,8 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
             text += (" (predicted: a cost-model value, not measured)" if origin == "predicted"
                      else " (confirmed: measured to check a prediction)")
         st.markdown(f"**{gpu} · {family} · {workload} · concurrency {concurrency}** — {text}")
-    for label, reason in suspects(ranked):
-        st.warning(f"Acceptance of {label} is suspect: {reason}")
+        if (verdict.get("provenance") or {}).get("summary"):  # analysis says where the winner's numbers come from
+            st.caption(f"Where the winner's numbers come from: {verdict['provenance']['summary']}")
         if verdict.get("deploy"):
             st.code(verdict["deploy"]["command"], language="bash")
             if verdict["deploy"]["note"]:
@@ -87,6 +87,8 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
         if verdict.get("predicted"):
             st.caption("Predicted (not measured) among the top candidates: "
                        + ", ".join(charts.cand(p["method"], p["depth"]) for p in verdict["predicted"]))
+    for label, reason in suspects(ranked):
+        st.warning(f"Acceptance of {label} is suspect: {reason}")
     name = export.slug(page, "detail", metric, gpu, family, workload, f"c{concurrency}")
     where = f"{gpu} · {family} · {workload} · concurrency {concurrency}"  # an exported chart says which cell
     sim = bool(doc.get("simulated"))

@@ -52,8 +52,10 @@ def keep_cells(frame: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(pl.Series(np.repeat(keep, segs["len"].to_numpy())))
 
 
-def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFrame:
-    """Bootstrap replicates of every ok cell in ``cells`` from its rows in ``requests`` (failed requests left out)."""
+def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame, model_draws: pl.DataFrame | None = None
+                     ) -> pl.DataFrame:
+    """Bootstrap replicates of every ok cell in ``cells`` from its rows in ``requests`` (failed requests left out),
+    times the cell's model-draw factors where ``model_draws`` has them (simulated cells)."""
     ok_cells = cells.filter(pl.col("status") == "ok")
     if requests.height == 0 or ok_cells.height == 0:
         return pl.DataFrame()
@@ -75,6 +77,11 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
         arrays["output_tokens"] = np.nan_to_num(arrays["output_tokens"], nan=0.0)
     ok = requests["ok"].fill_null(True).to_numpy() if "ok" in requests.columns else np.ones(n_rows, dtype=bool)
     B = cellstats.BOOTSTRAP_REPLICATES
+    factors: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+    if model_draws is not None and model_draws.height:
+        md = model_draws.sort("run_id", "cell_id", "replicate")
+        for (run_id, cell_id), grp in md.group_by(["run_id", "cell_id"], maintain_order=True):
+            factors[(run_id, cell_id)] = {k: grp[k].to_numpy() for k in cellstats.METRIC_KEYS if k in grp.columns}
     done, parts = [], {k: [] for k in (*cellstats.METRIC_KEYS, "steady_output_throughput")}
     for run_id, cell_id, depth, tput, steady_tput, fallback in ok_cells.iter_rows():
         if (run_id, cell_id) not in span:
@@ -84,6 +91,7 @@ def bootstrap_frames(cells: pl.DataFrame, requests: pl.DataFrame) -> pl.DataFram
         cols = {c: v[a:b] if mask.all() else v[a:b][mask] for c, v in arrays.items()}
         seed = cellstats.seed_for(cell_id)
         boot = cellstats.bootstrap_arrays(cols, tput, depth=int(depth), seed=seed)
+        boot = cellstats.apply_model_factors(boot, factors.get((run_id, cell_id)))
         # the cell's own steady figure and fallback (as write_cell stored them), no second pass over its rows
         boot["steady_output_throughput"] = steady.replicates(fallback, steady_tput, tput, boot["output_throughput"])
         done.append((run_id, cell_id))

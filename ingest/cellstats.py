@@ -15,6 +15,8 @@ the same definitions — vLLM's own (see docs/metrics.md):
 Bootstrap: ``B`` Poisson-weighted replicates over the cell's successful requests, seeded by the cell id so
 replicates are reproducible. Throughput replicates rescale the point estimate by the resampled
 tokens-per-second of requests (Σw·tokens / Σw·e2e), the ratio estimator for a closed-loop load.
+Simulated cells also carry model-draw factors (table ``model_draws``): replicate j is multiplied by draw j's
+factor (:func:`apply_model_factors`), so their intervals hold the model's error, not only its dice.
 Acceptance replicates need per-request drafted/accepted counts; without them they stay null and the
 winner rule will not call such a difference clear. Up to ``EXACT_MAX_N`` requests the bootstrap is exact
 (one weight per request and replicate); bigger cells (bulk imports) use an O(n) scheme — exact-in-distribution
@@ -421,6 +423,16 @@ def bootstrap(
     if depth > 0 and (acc := acceptance_replicates(ok, seed, replicates)) is not None:
         out["acceptance_rate"], out["acceptance_length"] = acc["acceptance_rate"], acc["acceptance_length"]
     return out
+
+
+def apply_model_factors(boot: dict[str, np.ndarray], factors: dict[str, np.ndarray] | None
+                        ) -> dict[str, np.ndarray]:
+    """Replicate j × model draw j's factor, per metric (simulated cells; None leaves ``boot`` as it is).
+
+    The factors come from the simulator (runner → analysis.model_draws) as data: ingest only multiplies."""
+    if not factors:
+        return boot
+    return {k: v * np.asarray(factors[k], dtype=float) if k in factors else v for k, v in boot.items()}
 
 
 def seed_for(cell_id: str) -> int:

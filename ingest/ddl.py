@@ -122,6 +122,18 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'acceptance_length',
         'steady_output_throughput',
     ),
+    'model_draws': (
+        'run_id',
+        'cell_id',
+        'replicate',
+        'output_throughput',
+        'p99_e2e_ms',
+        'p99_tpot_ms',
+        'p99_ttft_ms',
+        'acceptance_rate',
+        'acceptance_length',
+        'steady_output_throughput',
+    ),
     'traces': (
         'trace_id',
         'name',
@@ -326,6 +338,18 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'acceptance_length': 'DOUBLE PRECISION',
         'steady_output_throughput': 'DOUBLE PRECISION',
     },
+    'model_draws': {
+        'run_id': 'VARCHAR',
+        'cell_id': 'VARCHAR',
+        'replicate': 'SMALLINT',
+        'output_throughput': 'DOUBLE PRECISION',
+        'p99_e2e_ms': 'DOUBLE PRECISION',
+        'p99_tpot_ms': 'DOUBLE PRECISION',
+        'p99_ttft_ms': 'DOUBLE PRECISION',
+        'acceptance_rate': 'DOUBLE PRECISION',
+        'acceptance_length': 'DOUBLE PRECISION',
+        'steady_output_throughput': 'DOUBLE PRECISION',
+    },
     'traces': {
         'trace_id': 'VARCHAR',
         'name': 'VARCHAR',
@@ -494,6 +518,21 @@ DDL: tuple[str, ...] = (
         '\tkey VARCHAR NOT NULL, \n'
         '\tvalue VARCHAR NOT NULL, \n'
         '\tPRIMARY KEY (key)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS model_draws (\n'
+        '\trun_id VARCHAR NOT NULL, \n'
+        '\tcell_id VARCHAR NOT NULL, \n'
+        '\treplicate SMALLINT NOT NULL, \n'
+        '\toutput_throughput DOUBLE PRECISION, \n'
+        '\tp99_e2e_ms DOUBLE PRECISION, \n'
+        '\tp99_tpot_ms DOUBLE PRECISION, \n'
+        '\tp99_ttft_ms DOUBLE PRECISION, \n'
+        '\tacceptance_rate DOUBLE PRECISION, \n'
+        '\tacceptance_length DOUBLE PRECISION, \n'
+        '\tsteady_output_throughput DOUBLE PRECISION, \n'
+        '\tPRIMARY KEY (run_id, cell_id, replicate)\n'
         ')'
     ),
     (

@@ -1,7 +1,8 @@
 """The embedded default data: a simulated run of the default matrix, committed as Parquet under data/default/.
 
 On first use of the default store path the DuckDB file is built from those files (bootstrap replicates are
-recomputed, deterministically, rather than shipped), into a temporary file that is renamed into place, under
+recomputed, deterministically, rather than shipped, and multiplied by the shipped model-draw factors), into a
+temporary file that is renamed into place, under
 a file lock so two processes never build it at once. ``scripts/build_default_data.py`` regenerates the Parquet.
 """
 
@@ -16,7 +17,7 @@ import polars as pl
 from ingest import paths, sql, store
 
 DEFAULT_DIR = paths.DATA_DIR / "default"
-TABLES = ("runs", "cells", "positions", "requests")
+TABLES = ("runs", "cells", "positions", "requests", "model_draws")
 
 
 def _compact_requests(requests: pl.DataFrame) -> pl.DataFrame:
@@ -48,6 +49,8 @@ def read_default_tables(folder: Path = DEFAULT_DIR) -> dict[str, pl.DataFrame]:
     tables = {t: pl.read_parquet(folder / f"{t}.parquet") for t in TABLES if (folder / f"{t}.parquet").exists()}
     if "requests" in tables:
         tables["requests"] = _expand_requests(tables["requests"])
+    if "model_draws" in tables:
+        tables["model_draws"] = tables["model_draws"].with_columns(pl.col(pl.Float32).cast(pl.Float64))
     return tables
 
 
@@ -82,6 +85,8 @@ def write_default_tables(tables: dict[str, pl.DataFrame], folder: Path = DEFAULT
     for name in TABLES:
         target = folder / f"{name}.parquet"
         frame = _compact_requests(tables[name]) if name == "requests" else tables[name]
+        if name == "model_draws":  # factors near 1: 5 decimals in float32 are exact enough and compress well
+            frame = frame.with_columns(pl.col(pl.Float64).round(5).cast(pl.Float32), pl.col("replicate").cast(pl.Int16))
         frame.write_parquet(target, compression="zstd", compression_level=19, statistics=False)
         sizes[name] = target.stat().st_size
     return sizes

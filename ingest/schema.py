@@ -161,6 +161,17 @@ cell_bootstrap = Table(
     *[Column(m, Double) for m in BOOTSTRAP_METRICS],
 )
 
+# Model-uncertainty factors of simulated cells (one row per replicate = model draw; analysis/model_draws.py):
+# the cell's bootstrap replicate j is multiplied by draw j's factor, so simulated intervals carry the model's
+# error as well as sampling noise. Measured and imported cells have no rows here.
+model_draws = Table(
+    "model_draws", metadata,
+    Column("run_id", String, primary_key=True),
+    Column("cell_id", String, primary_key=True),
+    Column("replicate", SmallInteger, primary_key=True, autoincrement=False),
+    *[Column(m, Double) for m in BOOTSTRAP_METRICS],
+)
+
 traces = Table(
     "traces", metadata,
     Column("trace_id", String, primary_key=True),  # = file hash: the same file twice is one trace

@@ -352,7 +352,7 @@ def cell_status(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
 
 
 def delete_cell(con: duckdb.DuckDBPyConnection, run_id: str, cell_id: str) -> None:
-    for table in ("cells", "positions", "requests", "cell_bootstrap"):
+    for table in ("cells", "positions", "requests", "cell_bootstrap", "model_draws"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ? AND cell_id = ?", [run_id, cell_id])
 
 
@@ -361,6 +361,7 @@ def _cell_frames(
     window_s: float | None, gpu_count: int, counters: SpecCounters | None,
     itl_ms: np.ndarray | None, headline: dict[str, float] | None, labels: dict[str, str | None] | None = None,
     replicates: dict[str, np.ndarray] | None = None,
+    model_factors: dict[str, np.ndarray] | None = None,
 ) -> dict[str, pl.DataFrame]:
     cell_id = key.cell_id
     reqs = conform_requests(requests)
@@ -372,6 +373,8 @@ def _cell_frames(
         values.update({k: v for k, v in headline.items() if v is not None})
     boot = (cellstats.bootstrap(reqs, metrics, depth=key.depth, seed=cellstats.seed_for(cell_id))
             if reqs.height and status == "ok" else None)
+    if boot is not None:  # simulated cells: the model's draws ride on the sampling replicates (steady ones too)
+        boot = cellstats.apply_model_factors(boot, model_factors)
     steady_values, steady_reps = steady.cell(
         reqs, concurrency=key.concurrency, gpu_count=gpu_count, whole_window=values.get("output_throughput"),
         whole_replicates=boot["output_throughput"] if boot is not None else None,
@@ -396,6 +399,13 @@ def _cell_frames(
             pl.lit(run_id).alias("run_id"), pl.lit(cell_id).alias("cell_id")
         )
         if boot is not None:
+            if model_factors:
+                frames["model_draws"] = pl.DataFrame({
+                    "run_id": run_id, "cell_id": cell_id,
+                    "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16),
+                    **{k: np.asarray(model_factors.get(k, np.ones(cellstats.BOOTSTRAP_REPLICATES)), dtype=float)
+                       for k in cellstats.METRIC_KEYS},
+                })
             frames["cell_bootstrap"] = pl.DataFrame({
                 "run_id": run_id, "cell_id": cell_id,
                 "replicate": np.arange(cellstats.BOOTSTRAP_REPLICATES, dtype=np.int16), **boot,
@@ -415,14 +425,16 @@ def cell_frames(
     counters: SpecCounters | None = None, itl_ms: np.ndarray | None = None, status: str = "ok",
     error: str | None = None, headline: dict[str, float] | None = None,
     labels: dict[str, str | None] | None = None, replicates: dict[str, np.ndarray] | None = None,
+    model_factors: dict[str, np.ndarray] | None = None,
 ) -> dict[str, pl.DataFrame]:
-    """The rows one cell would land as (cells, positions, requests, cell_bootstrap), without writing.
+    """The rows one cell would land as (cells, positions, requests, cell_bootstrap, model_draws), without writing.
 
     For importers that land many cells from several files in one transaction via :func:`write_tables_bulk`.
     """
     return _cell_frames(run_id, key, requests, status=status, error=error, window_s=window_s,
                         gpu_count=gpu_count, counters=counters, itl_ms=itl_ms, headline=headline, labels=labels,
-                        replicates=replicates)
+                        replicates=replicates,
+                        model_factors=model_factors)
 
 
 def write_cell(
@@ -441,6 +453,7 @@ def write_cell(
     replace: bool = False,
     labels: dict[str, str | None] | None = None,
     replicates: dict[str, np.ndarray] | None = None,
+    model_factors: dict[str, np.ndarray] | None = None,
 ) -> bool:
     """Land one cell atomically. Returns False (and writes nothing) when it is already there.
 
@@ -449,6 +462,7 @@ def write_cell(
     frames = _cell_frames(
         run_id, key, requests, status=status, error=error, window_s=window_s, gpu_count=gpu_count,
         counters=counters, itl_ms=itl_ms, headline=headline, labels=labels, replicates=replicates,
+        model_factors=model_factors,
     )
     with transaction(con):
         exists = sql.one(con,
@@ -458,7 +472,7 @@ def write_cell(
             return False
         if exists:
             delete_cell(con, run_id, key.cell_id)
-        for table in ("cells", "positions", "requests", "cell_bootstrap"):
+        for table in ("cells", "positions", "requests", "model_draws", "cell_bootstrap"):
             if table in frames:
                 _insert(con, table, frames[table])
     return True
@@ -487,14 +501,14 @@ def write_tables_bulk(
     added: dict[str, int] = {"cells": new_cells.height}
     keys = new_cells.select("run_id", "cell_id")
     out = {"cells": new_cells}
-    for table in ("positions", "requests", "cell_bootstrap"):
+    for table in ("positions", "requests", "model_draws", "cell_bootstrap"):
         frame = tables.get(table)
         if frame is not None and frame.height:
             out[table] = keep_cells(frame, keys)
     if "steady_output_throughput" not in new_cells.columns:  # rows written before schema 2
         out["cells"] = new_cells = steady_columns(new_cells, out.get("requests", pl.DataFrame()))
     if "cell_bootstrap" not in out and "requests" in out:
-        out["cell_bootstrap"] = bootstrap_frames(new_cells, out["requests"])
+        out["cell_bootstrap"] = bootstrap_frames(new_cells, out["requests"], out.get("model_draws"))
     # Bulk rows need not keep their input order (readers ORDER BY request_index): DuckDB then writes compressed
     # row groups in parallel, instead of rewriting them at the next checkpoint (~40 % of a 10 M-row load).
     con.execute("SET preserve_insertion_order = false")
@@ -519,7 +533,10 @@ def write_tables_bulk(
 def export_tables(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None = None) -> dict[str, pl.DataFrame]:
     """The rows of the given runs (all when None), as polars frames, for Parquet export."""
     out = {}
-    for table in ("runs", "cells", "positions", "requests"):
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    for table in ("runs", "cells", "positions", "requests", "model_draws"):
+        if table not in have:  # a store made before model draws existed
+            continue
         if run_ids is None:
             out[table] = sql.frame(con, f"SELECT * FROM {table}")
         else:

@@ -142,7 +142,8 @@ def land(con, run_id: str, outcome: CellOutcome, summary: RunSummary, replace: b
     if outcome.status == "ok":
         store.write_cell(con, run_id, outcome.key, outcome.requests, window_s=outcome.window_s,
                          gpu_count=outcome.gpu_count, counters=outcome.counters, itl_ms=outcome.itl_ms,
-                         replace=replace, labels=labels)
+                         replace=replace, labels=labels,
+                         model_factors=outcome.model_factors)
         summary.cells_ok += 1
     else:
         store.write_failed_cell(con, run_id, outcome.key, outcome.error or "failed", replace=replace)

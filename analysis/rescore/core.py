@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import calibration
+from analysis import calibration, model_provenance
 from analysis.deploy import serve_command
 from analysis.metrics import Metric, get_metric
 from analysis.rescore import drift as drift_model
@@ -318,6 +318,9 @@ def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list
         "load": {"mean_concurrency": _num(wp.mean_concurrency, 2), "saturated_share": _num(wp.saturated_share),
                  "grid": si.grid},
         "scored_as": {tw: scored_as.get(tw) for tw in shard_wls}, "provenance": wp.provenance,
+        # where the model's numbers for the winner came from (per workload of the shard; see model_provenance)
+        "model_provenance": {wl: model_provenance.provenance(win.method, family, wl, win.depth)
+                             for wl in sorted({scored_as.get(tw) or tw for tw in shard_wls})},
         "unscored": unscored,
         "schedule": [list(r) for r in win.schedule] if win.schedule else None,
         "static_vs_scheduled": _static_vs_scheduled(scored, values, reps, metric, w),

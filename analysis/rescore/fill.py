@@ -33,25 +33,19 @@ def deployment(family: str, gpu: str) -> costmodel.Deployment | None:
         return None
 
 
-def _shape(method: str, family: str) -> tuple[float, int, float]:
-    """(decay, cliff_after, cliff) of a method's conditional acceptance; i.i.d. for unknown methods."""
-    mp = params.load().methods.get(method)
-    if mp is None:
-        return 1.0, 0, 1.0
-    cliff_after, cliff = calibration.cliff_for(mp, family)
-    return mp.decay, cliff_after, cliff
+def _decay(method: str) -> float:
+    """The method's fitted conditional-acceptance decay (calibration); i.i.d. for unknown methods."""
+    return calibration.decay_for(method) if method in params.load().methods else 1.0
 
 
 def tokens_per_step(method: str, family: str, k: int, alpha: float) -> float:
     if k <= 0:
         return 1.0
-    decay, cliff_after, cliff = _shape(method, family)
-    return acceptance.expected_tokens(acceptance.positions(alpha, decay, k, cliff_after=cliff_after, cliff=cliff))
+    return acceptance.expected_tokens(acceptance.positions(alpha, _decay(method), k))
 
 
 def alpha_from_tau(method: str, family: str, tau: float, k: int) -> float:
-    decay, cliff_after, cliff = _shape(method, family)
-    return acceptance.solve_alpha(tau, k, decay, cliff_after=cliff_after, cliff=cliff)
+    return acceptance.solve_alpha(tau, k, _decay(method))
 
 
 def _propose(method: str, workload: str) -> float:

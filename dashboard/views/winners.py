@@ -87,7 +87,7 @@ def _report() -> report.Report:
                 for g in gpus],
         tables=[(f"{g} winners", rows.select("family", "workload", "method", "depth", "value", "gain_vs_none_pct",
                                              "verdict", "tied", "top1", "top2", "top3", "origin", "command",
-                                             "grid_edge", "whole_window"))
+                                             "grid_edge", "whole_window", "provenance"))
                 for g, rows in shown],
         provenance=data.runs(data.db_path(), data.stamp()),
         simulated=doc["simulated"],

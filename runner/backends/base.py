@@ -23,6 +23,7 @@ class CellOutcome:
     itl_ms: np.ndarray | None = None
     window_s: float | None = None
     gpu_count: int = 0
+    model_factors: dict[str, np.ndarray] | None = None  # simulated cells: per-draw factors (analysis.model_draws)
 
 
 @dataclass(slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from analysis.model_draws import cell_factors
 from ingest.records import CellKey
 from runner.backends.base import CellOutcome, HostFacts, Sink
 from runner.matrix import Matrix, ServerConfig
@@ -44,5 +45,7 @@ class SimBackend:
             except (ValueError, KeyError) as exc:
                 sink(CellOutcome(key, status="failed", error=f"simulator: {exc}"))
                 continue
+            # model uncertainty as data: ingest multiplies the cell's bootstrap replicates by these factors
+            factors = cell_factors(key.method, key.depth, key.family, key.workload, key.gpu, key.concurrency)
             sink(CellOutcome(key, requests=res.requests, counters=res.counters, itl_ms=res.itl_ms,
-                             window_s=res.window_s, gpu_count=res.gpu_count))
+                             window_s=res.window_s, gpu_count=res.gpu_count, model_factors=factors))

@@ -3,7 +3,7 @@
 Runs A and A2 are the same matrix run twice by the real runner (identical samples: the simulator is seeded
 per cell). Run B is the same matrix after a deliberate shift of the traffic mix: the `chat` shard now
 carries 80 % reasoning-like requests (chain-of-thought prompts, long outputs), every other shard is what
-the runner produces. The Kimi family is chosen because there DFlash wins chat and DSpark wins reasoning.
+the runner produces. MiniMax at c=16 is chosen because there MTP wins chat and DSpark wins reasoning.
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ import pytest
 from tests.conftest import REPO, cli
 
 MATRIX = """
-name = "drift-kimi"
+name = "drift-minimax"
 gpus = ["MI300X"]
 [methods.none]
-[methods.dflash]
+[methods.mtp]
 depths = [3, 5]
 [methods.dspark]
 depths = [3, 5]
-[families.Kimi]
-model = "moonshotai/Kimi-K2.5"
+[families.MiniMax]
+model = "MiniMaxAI/MiniMax-M2.5"
 tensor_parallel_size = 4
 [workloads.code]
 max_tokens = 512
@@ -87,7 +87,8 @@ def write_shifted_run(db: Path, matrix_path: Path, run_id: str) -> None:
                 reqs = pl.concat([heavy.requests.head(k), out.requests.head(n - k)]).with_columns(
                     pl.int_range(pl.len()).cast(pl.Int32).alias("request_index"))
                 store.write_cell(con, run_id, out.key, reqs, gpu_count=out.gpu_count,
-                                 window_s=_closed_loop_window(reqs["e2e_ms"].to_list(), out.key.concurrency))
+                                 window_s=_closed_loop_window(reqs["e2e_ms"].to_list(), out.key.concurrency),
+                                 model_factors=out.model_factors)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +133,7 @@ def test_shifted_mix_flags_changed_winners_and_exits_3(drift_db: Path) -> None:
         assert (g["b"]["method"], g["b"]["depth"]) not in tied_a and (g["a"]["method"], g["a"]["depth"]) not in tied_b
         assert g["gain_pct"] > 0
     shards = {r["shard"] for r in rep["retune"]}
-    assert shards == {f"MI300X/Kimi/chat/c={g['concurrency']}" for g in changed}
+    assert shards == {f"MI300X/MiniMax/chat/c={g['concurrency']}" for g in changed}
     for r in rep["retune"]:
         assert r["speculative_config"] == (None if r["to"]["method"] == "none" else
                                            {"method": r["to"]["method"], "num_speculative_tokens": r["to"]["depth"]})
@@ -157,7 +158,7 @@ def test_identical_runs_exit_0(drift_db: Path) -> None:
 
 def test_change_interval_is_the_bootstrap_difference_interval(drift_db: Path) -> None:
     _, rep = _compare(drift_db, "A", "B")
-    cell = next(c for c in rep["cells"] if c["workload"] == "chat" and c["method"] == "dflash"
+    cell = next(c for c in rep["cells"] if c["workload"] == "chat" and c["method"] == "mtp"
                 and c["concurrency"] == 16 and c["depth"] == 5)
     con = duckdb.connect(str(drift_db), read_only=True)
     reps = {r: np.array(con.execute("SELECT acceptance_rate FROM cell_bootstrap WHERE run_id = ? AND cell_id = ? "
@@ -167,7 +168,11 @@ def test_change_interval_is_the_bootstrap_difference_interval(drift_db: Path) ->
     lo, hi = np.percentile(reps["B"] - reps["A"], [2.5, 97.5])
     got = cell["metrics"]["acceptance_rate"]
     assert got["ci_low"] == pytest.approx(lo, abs=1e-6) and got["ci_high"] == pytest.approx(hi, abs=1e-6)
-    assert got["significant"] == bool(lo > 0 or hi < 0) and got["delta"] < 0  # reasoning-like prompts accept less
+    assert got["significant"] == bool(lo > 0 or hi < 0)
+    # reasoning-like prompts move acceptance the way the calibrated model orders the two workloads
+    from analysis import calibration
+    up = calibration.alpha_for("mtp", "MiniMax", "reasoning")[0] > calibration.alpha_for("mtp", "MiniMax", "chat")[0]
+    assert (got["delta"] > 0) == up
 
 
 def test_previous_and_latest_and_markdown(drift_db: Path, tmp_path: Path) -> None:

@@ -65,7 +65,7 @@ def test_shifted_run_shows_changed_winners_and_shards(page) -> None:
     assert metrics["Cells compared"] == "30" and int(metrics["Winners changed"]) >= 1
     retune = _frame(at, "shard", "from", "to", "speculative_config")
     assert len(retune) == int(metrics["Winners changed"])
-    assert all(s.startswith("MI300X/Kimi/chat/") for s in retune["shard"])
+    assert all(s.startswith("MI300X/MiniMax/chat/") for s in retune["shard"])
     groups = _frame(at, "winner_a", "winner_b", "status")
     assert set(groups.loc[groups["status"] == "changed", "workload"]) == {"chat"}
     cells = _frame(at, "change_pct", "ci_low", "ci_high")

@@ -19,8 +19,6 @@ from ingest import cellstats, sql, store
 from ingest.records import CellKey
 from runner.simulate import simulate_cell
 
-TOLERANCE = 0.15
-
 
 def _sim_tau(method: str, family: str, workload: str, depth: int, gpu: str = "MI355X", c: int = 1) -> float:
     key = CellKey(method, depth, family, costmodel.model_specs()[family].model, workload, gpu, c)
@@ -36,7 +34,9 @@ def _sim_throughput(method: str, depth: int, family: str, workload: str, gpu: st
     return float(m.values["output_throughput_per_gpu"])
 
 
-def test_acceptance_length_within_tolerance_of_published_rows(capsys):
+def test_simulator_samples_what_the_fitted_model_predicts(capsys):
+    """The simulator's counters reproduce the calibrated model's τ (an implementation check, not a validation:
+    the out-of-sample check against published rows is tests/runner/test_validation.py)."""
     rows = calibration.matching_rows()
     assert len(rows) >= 30, "the calibration set shrank: check data/published_results.csv"
     table, worst = [], 0.0
@@ -45,19 +45,26 @@ def test_acceptance_length_within_tolerance_of_published_rows(capsys):
         k = (r.method, r.family, r.workload, r.depth)
         if k not in cache:
             cache[k] = _sim_tau(*k)
-        err = (cache[k] - r.value) / r.value
+        model = calibration.predict_tau(*k)
+        err = (cache[k] - model) / model
         worst = max(worst, abs(err))
-        table.append((r.line, r.method, r.family, r.workload, r.depth, r.dataset[:28], r.value, cache[k], err))
+        table.append((r.line, r.method, r.family, r.workload, r.depth, r.dataset[:28], r.value, model, cache[k], err))
     with capsys.disabled():
-        print("\ncalibration: published acceptance length vs simulator (same method/family/workload/depth)")
+        print("\nin-sample: published acceptance length, the fitted model, and the simulator's samples")
         print(f"{'line':>4} {'method':<7} {'family':<8} {'workload':<9} {'k':>2} {'dataset':<28} "
-              f"{'published':>9} {'sim':>6} {'error':>7}")
-        for line, m, f, w, d, ds, pub, sim, err in table:
-            print(f"{line:>4} {m:<7} {f:<8} {w:<9} {d:>2} {ds:<28} {pub:>9.2f} {sim:>6.2f} {err:>+7.1%}")
-        print(f"worst |error| = {worst:.1%} over {len(table)} rows (tolerance {TOLERANCE:.0%}); excluded: "
-              + "; ".join(f"{s} ({why})" for s, why in calibration.EXCLUDED))
-    bad = [t for t in table if abs(t[-1]) > TOLERANCE]
-    assert not bad, f"{len(bad)} rows off by more than {TOLERANCE:.0%}: {bad}"
+              f"{'published':>9} {'model':>6} {'sim':>6} {'sim-model':>9}")
+        for line, m, f, w, d, ds, pub, mod, sim, err in table:
+            print(f"{line:>4} {m:<7} {f:<8} {w:<9} {d:>2} {ds:<28} {pub:>9.2f} {mod:>6.2f} {sim:>6.2f} {err:>+9.1%}")
+        print(f"worst |sim − model| = {worst:.1%} over {len(table)} rows; no row is excluded")
+    # per-request difficulty noise (lognormal, mean > 1) and the 0.98 cap move the sampled τ a little
+    assert worst < 0.08, f"the simulator drifted from its own model by {worst:.1%}"
+
+
+def test_no_row_is_excluded_for_disagreeing():
+    lines = {r.line for r in calibration.matching_rows()}
+    dogacel = [r for r in calibration.all_rows() if "Dogacel/Qwen3-8B-DSpark" in r.source_url]
+    assert dogacel and all(r.line in lines for r in dogacel if r.depth <= 8)
+    assert not hasattr(calibration, "EXCLUDED")
 
 
 def _published_speedups() -> list[dict]:
@@ -140,7 +147,9 @@ def test_acceptance_by_workload_mtp_shape_dflash_depth_dspark_reasoning(default_
     mtp = default_cells.filter(pl.col("method") == "mtp", pl.col("concurrency") == 1, pl.col("workload") == "code")
     rise = {f: (g.filter(pl.col("depth") == 5)["acceptance_length"].mean()
                 - g.filter(pl.col("depth") == 3)["acceptance_length"].mean()) for (f,), g in mtp.group_by("family")}
-    assert min(rise.values()) < 0.2 < max(rise.values()), f"MTP: some heads flatten after 3, others rise: {rise}"
+    # What an extra depth adds is family-dependent (through each family's fitted or borrowed level); no
+    # published curve shows an MTP head flattening after 3, so there is no cliff (docs/simulator.md).
+    assert max(rise.values()) - min(rise.values()) > 0.2, f"MTP depth gains do not depend on the family: {rise}"
     dflash = default_cells.filter(pl.col("method") == "dflash", pl.col("concurrency") == 64)
     deep = dflash.group_by("depth").agg(pl.col("speedup").median()).sort("depth")["speedup"].to_list()
     assert deep[-1] < max(deep), "DFlash should degrade when pushed deep under load"
