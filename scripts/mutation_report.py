@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -38,7 +39,7 @@ def main(argv: list[str]) -> int:
         status = {n: st for n, st in status.items() if any(fnmatch.fnmatchcase(n, g) for g in args.only)}
     by_module: dict[str, Counter] = defaultdict(Counter)
     for name, st in status.items():
-        by_module[name.split(".x_")[0]][st] += 1
+        by_module[re.split(r"\.x[_ǁ]", name)[0]][st] += 1
     print(f"{'module':<28} {'mutants':>7} {'killed':>7} {'survived':>8} {'no tests':>8} {'rate':>7}")
     tot = Counter()
     for mod in sorted(by_module):

@@ -22,3 +22,9 @@ def test_vectorised_intervals_equal_numpy_percentile_per_row():
                 want = np.percentile(finite, [(1 - 0.95) / 2 * 100, (1 + 0.95) / 2 * 100])
                 assert (lo[i], hi[i]) == (want[0], want[1])
                 assert interval(reps[i]) == (want[0], want[1])
+
+
+def test_no_replicates_at_all_give_one_missing_interval_per_row():
+    lo, hi = intervals(np.empty((3, 0)))
+    assert lo.shape == hi.shape == (3,) and np.isnan(lo).all() and np.isnan(hi).all()
+    assert lo.dtype == hi.dtype == np.float64

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from analysis.metrics import get_metric
-from analysis.winners import decide, decide_groups
+from analysis.winners import decide, decide_groups, interval
 
 THROUGHPUT = get_metric("output_throughput")
 P99 = get_metric("p99_e2e_ms")
@@ -131,3 +131,11 @@ def test_replicates_that_agree_now_and_then_put_the_lower_bound_at_zero():
     ahead = np.where(np.arange(B) % 20 == 0, 0.0, 1.0 + np.abs(_z(33)))
     d = decide(np.array([101.0, 100.0]), np.vstack([cand + ahead, cand]), THROUGHPUT)
     assert d.tied == [0, 1] and not d.clear
+
+
+def test_one_rows_interval_at_any_level_is_numpys_percentiles():
+    r = 10.0 + _z(40)[:500]
+    assert interval(r) == tuple(np.percentile(r, [2.5, 97.5]))
+    assert interval(r, 0.5) == tuple(np.percentile(r, [25, 75]))
+    assert interval(r.astype(np.float32).tolist(), 0.8) == tuple(np.percentile(np.asarray(r, np.float32).astype(float),
+                                                                                [10, 90]))
