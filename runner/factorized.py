@@ -49,7 +49,7 @@ class FactorizedOptions:
     metric: str = "output_throughput"
     model_error: float = 0.02  # prior log-scale error of a prediction; replaced by the confirmed cells' own
     per_round: int = 2  # contenders confirmed per group and round
-    max_rounds: int = 8
+    max_rounds: int = 20  # a safety bound; a deep matrix (depths 1–8) needed more than 8 rounds
 
 
 def deepest(matrix: Matrix, method: str) -> int:
