@@ -92,7 +92,7 @@ def model_factors(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metric: st
     present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     if keys.height == 0 or not m.bootstrapped or "model_draws" not in present:
         return np.zeros((keys.height, 0))
-    con.register("_keys", keys.select("run_id", "cell_id").with_row_index("row").to_arrow())
+    con.register("_keys", ArrowStream(keys.select("run_id", "cell_id").with_row_index("row")))
     try:
         frame = query(con, f"""
             SELECT k.row, d.replicate, d.{m.name} AS v
@@ -105,6 +105,17 @@ def model_factors(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metric: st
     out = np.ones((keys.height, int(frame["replicate"].max()) + 1))
     out[frame["row"].to_numpy(), frame["replicate"].to_numpy()] = frame["v"].fill_null(1.0).to_numpy()
     return out
+
+
+def sampling_replicates(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metric: str) -> np.ndarray:
+    """:func:`replicates` with the model draws taken out (sampling noise only): for judging simulated cells
+    against each other inside one simulated world, where the simulator's error against reality is shared."""
+    reps = replicates(con, keys, metric)
+    model = model_factors(con, keys, "output_throughput" if metric.endswith("output_throughput") else metric)
+    if model.size and reps.size:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps = reps / model[:, : reps.shape[1]]
+    return reps
 
 
 def requests(con: duckdb.DuckDBPyConnection, run_id: str, cell_id: str) -> pl.DataFrame:

@@ -141,7 +141,7 @@ def read_pieces(con, run_id: str) -> Pieces:
         by_cell[str(cid[0])] = g["acceptance"].to_numpy()
     reps: dict[str, dict[str, np.ndarray]] = {cid: {} for cid in cells["cell_id"].to_list()}
     for m in SCALED_METRICS:
-        mat = frames.replicates(con, cells, m)
+        mat = frames.sampling_replicates(con, cells, m)
         for i, cid in enumerate(cells["cell_id"].to_list()):
             if mat.size:
                 reps[cid][m] = mat[i]
@@ -309,7 +309,7 @@ def run_factorized(matrix: Matrix, opts, fopts: FactorizedOptions | None = None,
     for _round in range(fopts.max_rounds):
         with store.session(opts.db, read_only=True) as con:
             real = frames.cells(con, frames.Filters(runs=(run_id,)))
-            real_reps = frames.replicates(con, real, m)
+            real_reps = frames.sampling_replicates(con, real, m)
         todo = contenders(real, real_reps, {c: p for c, p in predicted.items() if c not in done}, fopts, sigma)
         if not todo:
             break
@@ -319,7 +319,7 @@ def run_factorized(matrix: Matrix, opts, fopts: FactorizedOptions | None = None,
         done |= {k.cell_id for k in todo}
         with store.session(opts.db, read_only=True) as con:
             real = frames.cells(con, frames.Filters(runs=(run_id,)))
-            real_reps = frames.replicates(con, real, m)
+            real_reps = frames.sampling_replicates(con, real, m)
         row_of = {cid: i for i, cid in enumerate(real["cell_id"].to_list())}
         for k in todo:
             i = row_of.get(k.cell_id)
