@@ -22,6 +22,15 @@ def _window_label(s: int) -> str:
     return f"{s // 60} min" if s < 3600 else f"{s // 3600} h"
 
 
+def _config_label(method: str, depth: int) -> str:
+    return "no speculative decoding" if method == "none" else f"{method}:{depth}"
+
+
+def _deploy(vllm_args: str) -> str:
+    # the baseline has no flag to paste: say what to drop instead of printing an empty command
+    return f"`{vllm_args}`" if vllm_args else "`vllm serve` without `--speculative-config`"
+
+
 st.title("Production")
 segments = data.production_segments(data.db_path(), data.stamp())
 if not segments:
@@ -54,11 +63,12 @@ for s in doc["segments"]:
     rec = s.get("recommendation")
     if s["status"] == "winner_changed":
         st.error(f"**{s['segment']}** runs {s['method']}:{s['depth']}; with its production acceptance "
-                 f"**{rec['method']}:{rec['depth']}** now wins clearly ({rec['gain_vs_deployed_pct']:+.1f} % vs "
-                 f"running). Deploy: `{rec['vllm_args']}`", icon=":material/notifications_active:")
+                 f"**{_config_label(rec['method'], rec['depth'])}** now wins clearly "
+                 f"({rec['gain_vs_deployed_pct']:+.1f} % vs running). Deploy: {_deploy(rec['vllm_args'])}",
+                 icon=":material/notifications_active:")
     elif rec:
         st.success(f"**{s['segment']}** ({s['method']}:{s['depth']}): no change — best is "
-                   f"{rec['method']}:{rec['depth']} ({'clear' if rec['clear'] else 'tie'}).")
+                   f"{_config_label(rec['method'], rec['depth'])} ({'clear' if rec['clear'] else 'tie'}).")
     else:
         st.info(f"**{s['segment']}**: {s['status'].replace('_', ' ')} — {s.get('why', '')}")
 st.dataframe(recs, hide_index=True)
