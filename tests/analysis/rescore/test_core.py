@@ -64,7 +64,8 @@ def test_json_document_follows_the_design_contract(con):
     # every candidate of the store plus the default was scored, once per shard; plus at most one depth
     # schedule per speculative method (docs/rescoring.md)
     static = [c for c in doc["candidates"] if not c["schedule"]]
-    assert len(static) == 21 * len(doc["recommendations"])
+    stored = con.execute("SELECT count(DISTINCT (method, depth)) FROM cells WHERE family = 'Qwen'").fetchone()[0]
+    assert len(static) == stored * len(doc["recommendations"])
     assert 0 < len(doc["candidates"]) - len(static) <= 5 * len(doc["recommendations"])
 
 
@@ -184,11 +185,12 @@ def test_unmeasured_default_and_methods_are_filled_by_the_model(tmp_path):
         want_gain = (rec["expected"]["output_throughput"] / d["output_throughput"] - 1) * 100
         assert rec["gain_vs_default_pct"] == pytest.approx(want_gain, abs=0.02)
     # the model moved the numbers: the filled eagle3:6 is not a copy of the measured eagle3:3 it was filled from,
-    # and the filled mtp:3 not a copy of the none cell; both stay within a factor 2 of their source
+    # and the filled mtp:3 not a copy of the none cell; both stay within what depth 3 can give (τ ≤ 4, so
+    # within a factor 3 of their source once the verify and draft costs are paid)
     by = {(x["method"], x["depth"]): x["output_throughput"] for x in deeper["candidates"]}
     assert by[("eagle3", 6)] != by[("eagle3", 3)] and 0.5 < by[("eagle3", 6)] / by[("eagle3", 3)] < 2
     by = {(x["method"], x["depth"]): x["output_throughput"] for x in other["candidates"]}
-    assert by[("mtp", 3)] != by[("none", 0)] and 0.5 < by[("mtp", 3)] / by[("none", 0)] < 2
+    assert by[("mtp", 3)] != by[("none", 0)] and 0.5 < by[("mtp", 3)] / by[("none", 0)] < 3
 
 
 def test_unknown_and_unstored_workloads_are_scored_as_a_blend_and_shown(con):
