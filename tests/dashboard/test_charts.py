@@ -41,12 +41,26 @@ def built(default_db) -> dict:
 
 def _marks(svg: bytes) -> list[dict[str, str]]:
     """The data marks of a rendered SVG, each as its fields: Vega writes a mark's datum into its aria-label
-    ("field: value; field: value"); axis and legend labels (no "; ") are left out."""
+    ("field: value; field: value"); axis and legend labels (no "; ") are left out. A value may itself hold
+    "; " or ": " (the provenance text does): inside the provenance field, a piece continues it unless it starts
+    with a field name the tests read."""
+    fields = ("family", "workload", "#1 [95% CI]", "verdict", "winner", "candidate", "value")
+    free_text = ("where it comes from", "provenance")
     out = []
     for label in re.findall(r'aria-label="([^"]*)"', svg.decode()):
-        parts = [p.split(": ", 1) for p in html.unescape(label).split("; ")]
-        if len(parts) > 1 and all(len(p) == 2 for p in parts):
-            out.append(dict(parts))
+        pieces = html.unescape(label).split("; ")
+        if len(pieces) < 2:
+            continue
+        mark: dict[str, str] = {}
+        last = None
+        for piece in pieces:
+            key, sep, value = piece.partition(": ")
+            if (last in free_text and key not in fields) or not sep:
+                if last is not None:
+                    mark[last] += "; " + piece
+            else:
+                mark[key], last = value, key
+        out.append(mark)
     return out
 
 
@@ -60,11 +74,12 @@ def test_builder_renders(built: dict, kind: str):
 
 
 def _best_by_sql(db, gpu: str, conc: int) -> dict[tuple[str, str], tuple[str, int, float]]:
-    """(family, workload) → (method, depth, value) of the highest output throughput, straight from the cells."""
+    """(family, workload) → (method, depth, value) of the highest (steady-state) output throughput — the figure the
+    winner rule decides on — straight from the cells."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.sql("""SELECT family, workload, arg_max(method, output_throughput),
-                                 arg_max(depth, output_throughput), max(output_throughput) FROM cells
+        rows = con.sql("""SELECT family, workload, arg_max(method, steady_output_throughput),
+                                 arg_max(depth, steady_output_throughput), max(steady_output_throughput) FROM cells
                           WHERE gpu = ? AND concurrency = ? AND status = 'ok' GROUP BY ALL""",
                        params=[gpu, conc]).fetchall()
     finally:
@@ -91,7 +106,9 @@ def test_the_rendered_heatmap_shows_each_cells_best_candidate(built: dict, defau
             if "winner" in mark:  # the filled rect (labels carry the tooltip, not the colour channel)
                 assert mark["winner"] == method, key
                 filled.add(key)
-    assert seen == set(best) and clear and filled == clear
+    # the default data calls no cell clear (the model's own error is in its intervals, docs/simulator.md); the
+    # winner's colour on clear cells is held by test_heatmap_colour.py on hand-set values
+    assert seen == set(best) and filled == clear
 
 
 def test_the_rendered_candidate_bars_are_every_cell_of_the_group(built: dict, default_db):
