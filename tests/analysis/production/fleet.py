@@ -89,3 +89,17 @@ def write(db: Path, rows: list[land.Row]) -> None:
 
 def relabel(t: Target, **kw) -> Target:
     return replace(t, **kw)
+
+
+def without_model_error(db: Path) -> None:
+    """The benchmark as if it had been measured: the simulator's model draws taken out of the replicates. On the
+    simulated store itself no alternative can win *clearly* (the model's own error is wider than the drift), so
+    the alert is shown on a benchmark whose only uncertainty is sampling, as a measured one's is."""
+    from ingest import ddl, store
+
+    with store.session(db) as con:
+        metrics = [c for c in ddl.COLUMNS["model_draws"][3:] if c in ddl.COLUMNS["cell_bootstrap"]]
+        sets = ", ".join(f"{c} = b.{c} / coalesce(d.{c}, 1.0)" for c in metrics)
+        con.execute(f"UPDATE cell_bootstrap AS b SET {sets} FROM model_draws AS d "
+                    "WHERE b.run_id = d.run_id AND b.cell_id = d.cell_id AND b.replicate = d.replicate")
+        con.execute("DELETE FROM model_draws")

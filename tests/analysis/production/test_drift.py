@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from analysis.production.report import ProductionQuery, production_report
-from ingest import ddl, sql, store
+from ingest import sql, store
 from tests.analysis.production import fleet
 from tests.conftest import cli
 
@@ -19,7 +19,7 @@ from tests.conftest import cli
 def drift_db(default_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("drift") / "s.duckdb"
     shutil.copy(default_db, db)
-    _without_model_error(db)
+    fleet.without_model_error(db)
     with store.session(db, read_only=True) as con:
         bench = sql.one(con, "SELECT avg(acceptance_rate) FROM cells WHERE family = 'Kimi' AND gpu = 'MI355X' "
                              "AND workload = 'code' AND method = 'dspark' AND depth = 6")[0]
@@ -27,18 +27,6 @@ def drift_db(default_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
         t = fleet.target(name, f"seg-{name}", "Kimi", "dspark", 6, "MI355X", "code")
         fleet.write(db, fleet.series(t, rate, seed=1))
     return db
-
-
-def _without_model_error(db: Path) -> None:
-    """The benchmark as if it had been measured: the simulator's model draws taken out of the replicates. On the
-    simulated store itself no alternative can win *clearly* (the model's own error is wider than the drift), so
-    the alert is shown on a benchmark whose only uncertainty is sampling, as a measured one's is."""
-    with store.session(db) as con:
-        metrics = [c for c in ddl.COLUMNS["model_draws"][3:] if c in ddl.COLUMNS["cell_bootstrap"]]
-        sets = ", ".join(f"{c} = b.{c} / coalesce(d.{c}, 1.0)" for c in metrics)
-        con.execute(f"UPDATE cell_bootstrap AS b SET {sets} FROM model_draws AS d "
-                    "WHERE b.run_id = d.run_id AND b.cell_id = d.cell_id AND b.replicate = d.replicate")
-        con.execute("DELETE FROM model_draws")
 
 
 def test_a_drift_that_changes_the_winner_is_flagged_and_one_that_does_not_is_not(drift_db: Path) -> None:
