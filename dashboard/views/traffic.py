@@ -231,7 +231,10 @@ def _rate_chart(rate: pl.DataFrame) -> alt.Chart:
 
 
 def _heatmap(cands: pl.DataFrame) -> alt.LayerChart:
-    base = alt.Chart(cands).encode(x=alt.X("candidate:N", title=None), y=alt.Y("shard:N", title=None))
+    """One row per candidate, one column per shard: a grid of 40+ method·depth candidates stays inside the page
+    (laid out the other way it ran 1,400 px wide), with a label on every row."""
+    base = alt.Chart(cands).encode(x=alt.X("shard:N", title=None, axis=alt.Axis(labelAngle=0, labelLimit=160)),
+                                   y=alt.Y("candidate:N", title=None, sort=None, axis=alt.Axis(labelOverlap=False)))
     rect = base.mark_rect().encode(
         color=alt.Color("gain_vs_default_pct:Q", title="% vs default", scale=alt.Scale(scheme="blueorange",
                                                                                        domainMid=0)),
@@ -239,7 +242,7 @@ def _heatmap(cands: pl.DataFrame) -> alt.LayerChart:
         tooltip=["shard", "candidate", "value", "ci_low", "ci_high", "gain_vs_default_pct", "measured_share"])
     text = base.mark_text(fontSize=10).encode(text=alt.Text("gain_vs_default_pct:Q", format="+.0f"))
     return (rect + text).properties(title="Every candidate per shard, % vs your default (outlined = winner)",
-                                    width=max(300, 34 * cands["candidate"].n_unique()), height=alt.Step(28))
+                                    width=min(900, max(160, 110 * cands["shard"].n_unique())), height=alt.Step(18))
 
 
 def _tax_chart(tax: pl.DataFrame) -> alt.LayerChart:
