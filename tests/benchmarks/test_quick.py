@@ -34,4 +34,5 @@ def test_quick_run_prints_every_documented_figure(tmp_path):
     agree = doc["figures"]["winners_10m_pandas_s"]["agreement"]
     assert agree["groups"] > 0 and agree["same_winner"] == agree["groups"]
     assert doc["figures"]["ingest_rows_per_s"]["rows"] == doc["sizes"]["store_rows"]
+    assert doc["sizes"]["store_rows_requested"] <= doc["sizes"]["store_rows"]
     assert not (tmp_path / "never-used.duckdb").exists()
