@@ -426,7 +426,7 @@ def load_matrix(path: str | Path) -> Matrix:
         default_depths = [] if schedule and "depths" not in m else [2, 3, 4, 5]
         depths = (0,) if name == "none" else (
             _ints(m.get("depths", default_depths), path, f"methods.{name}.depths", 1, MAX_DEPTH)
-            if m.get("depths", default_depths) else ())
+            if "depths" in m or default_depths else ())
         _unique(depths, path, text, ["methods", name, "depths"])
         rates: tuple[float, ...] = ()
         if "synthetic_acceptance_rates" in m:

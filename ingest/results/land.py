@@ -19,7 +19,7 @@ import polars as pl
 from ingest import sql, store
 from ingest.results.model import ParsedFile
 
-TABLES = ("cells", "positions", "requests", "cell_bootstrap")
+TABLES = ("cells", "positions", "requests", "model_draws", "cell_bootstrap")
 
 
 def _run_frame(parsed: ParsedFile) -> pl.DataFrame:
@@ -57,7 +57,7 @@ def land(con: duckdb.DuckDBPyConnection, files: list[ParsedFile]) -> list[dict[s
                 continue
             keys = cells.select("run_id", "cell_id")
             parts["cells"].append(cells)
-            for t in ("positions", "requests", "cell_bootstrap"):
+            for t in ("positions", "requests", "model_draws", "cell_bootstrap"):
                 if t in f.tables and f.tables[t].height:
                     rows = store.keep_cells(f.tables[t], keys)  # a semi join over runs of rows (cheap)
                     parts[t].append(rows)

@@ -22,12 +22,13 @@ from ingest.results.model import ParsedFile, ReadOptions, import_run
 from ingest.results.source import check_size, sha256_file
 
 FORMAT = "spectune_parquet"
-TABLES = ("runs", "cells", "positions", "requests")
+TABLES = ("runs", "cells", "positions", "requests", "model_draws")  # model_draws: simulated cells' model error
 REQUIRED = {
     "runs": ("run_id", "backend"),
     "cells": ("run_id", "cell_id", "method", "depth", "family", "model", "workload", "gpu", "concurrency", "status"),
     "positions": ("run_id", "cell_id", "position", "acceptance"),
     "requests": ("run_id", "cell_id", "request_index"),
+    "model_draws": ("run_id", "cell_id", "replicate"),
 }
 MAGIC = b"PAR1"
 
@@ -79,7 +80,7 @@ def _check(folder: Path, tables: dict[str, pl.DataFrame]) -> None:
         raise InputError(folder / "cells.parquet", 0, f"status {bad['status'][0]!r}; expected ok or failed")
     keys = cells.select("run_id", "cell_id")
     new_run = (pl.col("run_id") != pl.col("run_id").shift()) | (pl.col("cell_id") != pl.col("cell_id").shift())
-    for name in ("positions", "requests"):
+    for name in ("positions", "requests", "model_draws"):
         if name in tables and tables[name].height:
             # a cell's rows come together: check the first row of each run of equal keys (rows counted on failure)
             firsts = tables[name].select("run_id", "cell_id").filter(new_run.fill_null(True))
@@ -115,7 +116,8 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
     if "requests" in tables and tables["requests"].height:
         from ingest import store  # here, not at the top: rejecting a bad file needs no store imports
 
-        tables["cell_bootstrap"] = store.bootstrap_frames(tables["cells"], tables["requests"])
+        tables["cell_bootstrap"] = store.bootstrap_frames(tables["cells"], tables["requests"],
+                                                          tables.get("model_draws"))
     file_hash = folder_hash(folder)
     runs = sorted(set(tables["cells"]["run_id"].to_list()))
     backends = sorted(set(tables["runs"]["backend"].to_list()))

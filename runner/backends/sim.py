@@ -31,21 +31,23 @@ class SimBackend:
                 why = f"simulator: {what} is a real-server option the simulator does not model (use --backend vllm)"
                 sink(CellOutcome(key, status="failed", error=why))
                 continue
+            # The simulator knows workloads by their prompt set: `[workloads.specbench] source = "chat"` is the
+            # chat prompt set under another name.
+            model_key = key
             try:
                 try:
                     res = simulate_cell(key, matrix.requests_for(key.concurrency), max_output_tokens=tokens)
                 except ValueError:
-                    # The simulator knows workloads by their prompt set: `[workloads.specbench] source = "chat"`
-                    # is the chat prompt set under another name.
                     source = sources.get(key.workload, key.workload)
                     if source == key.workload:
                         raise
-                    res = simulate_cell(dataclasses.replace(key, workload=source), matrix.requests_for(key.concurrency),
-                                        max_output_tokens=tokens)
+                    model_key = dataclasses.replace(key, workload=source)
+                    res = simulate_cell(model_key, matrix.requests_for(key.concurrency), max_output_tokens=tokens)
+                # model uncertainty as data: ingest multiplies the cell's bootstrap replicates by these factors
+                factors = cell_factors(key.method, key.depth, key.family, model_key.workload, key.gpu,
+                                       key.concurrency)
             except (ValueError, KeyError) as exc:
                 sink(CellOutcome(key, status="failed", error=f"simulator: {exc}"))
                 continue
-            # model uncertainty as data: ingest multiplies the cell's bootstrap replicates by these factors
-            factors = cell_factors(key.method, key.depth, key.family, key.workload, key.gpu, key.concurrency)
             sink(CellOutcome(key, requests=res.requests, counters=res.counters, itl_ms=res.itl_ms,
                              window_s=res.window_s, gpu_count=res.gpu_count, model_factors=factors))

@@ -125,7 +125,7 @@ def _rows_of_run(db: Path, run_id: str) -> str:
                   for t in ("cells",)]
         frames += [sql.frame(con, f"SELECT * FROM {t} WHERE run_id = ? ORDER BY ALL", [run_id])
                    for t in ("requests", "positions", "cell_bootstrap")]
-    return hashlib.sha256(b"".join(f.write_csv().encode() for f in frames)).hexdigest()
+    return hashlib.sha256(b"".join(f.write_ndjson().encode() for f in frames)).hexdigest()  # lists too
 
 
 def test_hostile_set_values_are_refused_or_stored_literally(tiny_store: Path, tmp_path: Path) -> None:
@@ -233,9 +233,16 @@ def _rendered(at) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def app_store(default_db: Path):
-    """The app pointed at the session's default-data store (never data/)."""
-    db = default_db
+def app_store(default_db: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The app pointed at a copy of the default-data store (never data/), with production watch samples so the
+    Production page has something to render."""
+    import shutil
+
+    from tests.analysis.production import fleet
+
+    db = tmp_path_factory.mktemp("injection") / "app.duckdb"
+    shutil.copy(default_db, db)
+    fleet.write(db, fleet.series(fleet.target("t1", "acme/code", "Kimi", "mtp", 3, "MI355X", "code"), 0.6, seed=1))
     old = os.environ.get("SPECTUNE_DB")
     os.environ["SPECTUNE_DB"] = str(db)
     yield db

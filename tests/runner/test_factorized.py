@@ -112,7 +112,8 @@ def test_the_simulator_gives_a_cell_the_same_samples_in_either_run(runs):
     with store.session(fact_db, read_only=True) as con:
         stored = con.execute("SELECT window_s FROM cells WHERE run_id = ? AND cell_id = ?",
                              [summary.run_id, key.cell_id]).fetchall()[0][0]
-    again = simulate_cell(key, REQUESTS, max_output_tokens=matrix.workload(key.workload).max_tokens)
+    again = simulate_cell(key, matrix.requests_for(key.concurrency),
+                          max_output_tokens=matrix.workload(key.workload).max_tokens)
     assert again.window_s == pytest.approx(stored, rel=1e-12)
 
 

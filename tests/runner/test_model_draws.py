@@ -41,7 +41,7 @@ def test_sim_cells_carry_model_draws_into_their_replicates(tmp_path, small_matri
     db = tmp_path / "m.duckdb"
     run_matrix(load_matrix(small_matrix), RunOptions(backend="sim", db=db, run_id="md"))
     with store.session(db) as con:
-        cells = sql.frame(con, "SELECT cell_id, method, depth, output_throughput, status FROM cells")
+        cells = sql.frame(con, "SELECT * EXCLUDE (run_id) FROM cells")
         draws = sql.frame(con, "SELECT * FROM model_draws ORDER BY cell_id, replicate")
         boot = sql.frame(con, "SELECT * FROM cell_bootstrap ORDER BY cell_id, replicate")
         reqs = sql.frame(con, "SELECT * FROM requests ORDER BY cell_id, request_index")
