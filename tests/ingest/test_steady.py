@@ -189,7 +189,7 @@ def test_a_stored_cell_carries_both_figures(tmp_path):
     with store.session(tmp_path / "s.duckdb") as con:
         store.write_cell(con, "run", k, r, window_s=float((r["start_s"] + r["e2e_ms"] / 1e3).max()), gpu_count=2)
         row = con.execute("SELECT output_throughput, steady_output_throughput, steady_output_throughput_per_gpu, "
-                          "steady_window_s, steady_requests, steady_fallback FROM cells").fetchone()
+                          "steady_window_s, steady_requests, steady_fallback FROM cells").fetchall()[0]
         reps = con.execute("SELECT steady_output_throughput FROM cell_bootstrap ORDER BY replicate").fetchall()
     whole, st, per_gpu, window, n_in, fallback = row
     assert fallback is None and st > whole and per_gpu == pytest.approx(st / 2) and window > 0 and n_in > 250
@@ -212,10 +212,10 @@ def test_a_schema_1_store_is_migrated_and_flagged(tmp_path):
     con.close()
     store._ENSURED.clear()
     with store.connect(path, read_only=True) as con:  # a reader upgrades it once, then reads
-        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()[0][0]
         whole, st, fallback = con.execute(
-            "SELECT output_throughput, steady_output_throughput, steady_fallback FROM cells").fetchone()
+            "SELECT output_throughput, steady_output_throughput, steady_fallback FROM cells").fetchall()[0]
         reps = con.execute("SELECT count(*) FROM cell_bootstrap WHERE steady_output_throughput = output_throughput"
-                           ).fetchone()[0]
+                           ).fetchall()[0][0]
     assert version == str(schema.SCHEMA_VERSION)
     assert st == whole and fallback == store.STEADY_BEFORE and reps == cellstats.BOOTSTRAP_REPLICATES

@@ -237,3 +237,15 @@ def test_the_scanner_flags_injection_shapes() -> None:
             "    con.execute('SELECT * FROM cells WHERE family = ?', [fam])\n"
             "    con.sql(f'{FIXED} WHERE x = ?', params=[fam])\n")
     assert scan_source("x/good.py", good) == []
+
+
+def test_no_fetchone_anywhere():
+    """DuckDB 2.0 keeps an ``execute()`` result open after ``fetchone()`` and then refuses all other work on
+    that connection: one such call on a shared (module-scoped) connection broke nine tests after it in CI."""
+    offenders = []
+    for folder in (*SCANNED, "dashboard", "spectune", "scripts", "benchmarks", "tests"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            offenders += [f"{path.relative_to(REPO)}:{node.lineno}" for node in ast.walk(tree)
+                          if isinstance(node, ast.Attribute) and node.attr == "fetchone"]
+    assert offenders == [], f"use .fetchall() or ingest.sql.one instead of .fetchone(): {offenders}"

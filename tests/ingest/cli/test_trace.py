@@ -164,7 +164,7 @@ def test_a_unit_or_one_column_alone_completes_the_well_known_names(tmp_path, cap
     assert rc == 0
     with store.session(tmp_path / "u.duckdb", read_only=True) as con:
         assert con.execute("SELECT count(*) FROM trace_requests WHERE timestamp_s IS NOT NULL OR shard IS NOT NULL"
-                           ).fetchone()[0] == 0
+                           ).fetchall()[0][0] == 0
     # Still refused when nothing can complete it.
     bare = tmp_path / "bare.csv"
     bare.write_text("a,b\n1,2\n")

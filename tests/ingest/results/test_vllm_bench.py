@@ -171,7 +171,7 @@ def test_imported_cell_is_usable_by_winners_next_to_default_data(default_copy: P
         only = winners(con, "output_throughput", eagle3_3)
         n_sim = con.execute("SELECT count(*) FROM cells JOIN runs USING (run_id) WHERE backend = 'sim' AND "
                             "gpu = 'MI300X' AND family = 'Qwen' AND workload = 'code' AND concurrency = 16"
-                            ).fetchone()[0]
+                            ).fetchall()[0][0]
     assert frame.height == n_sim and set(frame["backend"].to_list()) == {"sim", "import"}  # the import replaced one
     imported = frame.filter(frame["backend"] == "import")
     assert imported.height == 1 and imported["output_throughput"][0] == doc["output_throughput"]
