@@ -179,11 +179,23 @@ def build_parser(argv: list[str] | None = None, *, only_selected: bool = False) 
                             argv, only_selected=only_selected)
 
 
+# Read-only answers replayed for an unchanged store, code and data (analysis/cli/answer_cache.py).
+CACHED_COMMANDS = frozenset({"winners", "curve"})
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv, only_selected=True).parse_args(argv)
     try:
-        return resolve(COMMANDS[args.command])[1](args)
+        def run() -> int:
+            return resolve(COMMANDS[args.command])[1](args)
+
+        if args.command in CACHED_COMMANDS:
+            from analysis.cli.answer_cache import cached
+            from ingest.paths import default_db_path
+
+            return cached(["analysis", *argv], Path(args.db) if args.db is not None else default_db_path(), run)
+        return run()
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2

@@ -32,16 +32,12 @@ from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
 
 REPO_ROOT = paths.ROOT
 DEFAULT_DB = paths.DEFAULT_DB
+default_db_path = paths.default_db_path
 LOCK_WAIT_S = 60.0
 
 
 class SchemaVersionError(UsageError):
     """The DB was written by a newer spectune."""
-
-
-def default_db_path() -> Path:
-    env = os.environ.get("SPECTUNE_DB")
-    return Path(env) if env else DEFAULT_DB
 
 
 def _now() -> datetime:
