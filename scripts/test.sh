@@ -21,4 +21,4 @@ bash scripts/setup_vllm_cpu.sh "$PWD/.vllm-cpu"
 export SPECTUNE_VLLM_ENV="$PWD/.vllm-cpu"
 
 python3 -m ruff check .
-python3 -m pytest "$@"
+python3 -m pytest --durations=25 "$@"  # the slowest tests are listed, to keep CI well inside its time
