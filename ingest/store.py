@@ -248,12 +248,19 @@ def _migrate_columns(path: Path, wait_s: float) -> None:
 
 
 def connect(
-    db: str | Path | None = None, *, read_only: bool = False, wait_s: float | None = None
+    db: str | Path | None = None, *, read_only: bool = False, wait_s: float | None = None,
+    refresh_default: bool = True,
 ) -> duckdb.DuckDBPyConnection:
-    """Open the store (building the embedded default data on first use of the default path)."""
+    """Open the store (building the embedded default data on first use of the default path, and refreshing
+    its default runs when that data changed since: ingest/default_data.py)."""
     path = Path(db) if db else default_db_path()
+    is_default = path.resolve() in (default_db_path().resolve(), DEFAULT_DB.resolve())
+    if is_default and path.exists() and refresh_default:
+        from ingest.default_data import refresh_if_stale
+
+        refresh_if_stale(path)
     if not path.exists():
-        if path.resolve() in (default_db_path().resolve(), DEFAULT_DB.resolve()):
+        if is_default:
             from ingest.default_data import build_default_db
 
             build_default_db(path)

@@ -30,7 +30,7 @@ from ingest.paths import DATA_DIR, ROOT
 
 MAX_ENTRIES = 200
 PACKAGES = ("analysis", "ingest", "runner", "spectune")
-STORE_SUFFIXES = (".duckdb", ".wal", ".lock", ".tmp", ".holder")
+STORE_SUFFIXES = (".duckdb", ".wal", ".lock", ".tmp", ".holder", ".default-stamp")
 
 
 def enabled() -> bool:
