@@ -27,7 +27,7 @@ from ingest.errors import UsageError
 from ingest.traces.registry import NAME_HINTS
 
 UNKNOWN = "unknown"
-LABEL = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
+LABEL = re.compile(r"^\w[\w\-]{0,63}$")
 MOSTLY_UNKNOWN = 0.5  # share of unknown requests above which the result is said to rest on a blend
 SOURCES = ("selector", "file name", "file", "stored", "classifier", "unknown")
 
