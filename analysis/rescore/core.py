@@ -247,12 +247,10 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
         standing["scored"] = total > 0
         standing["provenance"] = {k: round(v / total, 6) for k, v in sorted(default_prov.items())} if total else {}
         standings.append(standing)
-        note = default_standing.warning(standing, standing["provenance"])
-        if note and note not in warnings:
-            warnings.append(note)
         if st_best > 0 and st_default > 0:
             taxes.append({"family": family, "gpu": gpu, "output_throughput_gain_pct": _num(
                 (st_default / st_best - 1) * 100, 2)})
+    warnings += default_standing.warnings(standings)
     backends = sorted({be for m in matrices.values() for be in m.backends})
     return {
         "trace": {**(meta or {}), **summary, "workload_scored_as": scored_as_all},

@@ -39,31 +39,43 @@ def standing(m: Matrix, choice: Choice) -> dict:
     out = {"family": m.family, "gpu": m.gpu, "label": label, "method": choice.method, "depth": choice.depth,
            "measured_depths": depths}
     if (choice.method, choice.depth) in m.choices():
-        return {**out, "status": "measured", "detail": f"{label} is measured on {m.family}/{m.gpu}"}
+        return {**out, "status": "measured", "detail": f"{label} is measured"}
     if depths:
         outside = choice.depth < depths[0] or choice.depth > depths[-1]
         return {**out, "status": "extrapolated" if outside else "model-filled",
-                "detail": f"{label} was never measured on {m.family}/{m.gpu}: {choice.method} was measured at "
-                          f"depth {_span(depths)}, so the acceptance/cost model "
+                "detail": f"{choice.method} was measured at depth {_span(depths)}, so the acceptance/cost model "
                           + (f"extrapolates to depth {choice.depth}" if outside else
                              f"fills depth {choice.depth} from the nearest measured depth")}
     p = params.load()
     if choice.method in p.methods and m.family in p.families and any(mm == "none" for mm, _d in m.choices()):
         return {**out, "status": "model-filled from none",
-                "detail": f"{choice.method} is not in the store for {m.family}/{m.gpu}: {label} is modelled from "
-                          "the none cells with the published-results calibration, never measured"}
+                "detail": f"{choice.method} is not in the store: {label} is modelled from the none cells with the "
+                          "published-results calibration"}
     return {**out, "status": "not in store",
-            "detail": f"{choice.method} is not in the store for {m.family}/{m.gpu} and has no model: {label} "
-                      "cannot be scored, so there is no gain vs default"}
+            "detail": f"{choice.method} has no measured cell and no model, so {label} cannot be scored and there "
+                      "is no gain vs default"}
 
 
-def warning(st: dict, provenance: dict[str, float] | None) -> str | None:
-    """The warning for a default that is not measured (None when it is)."""
-    if st["status"] == "measured":
-        return None
-    shares = ", ".join(f"{k} {v:.0%}" for k, v in sorted((provenance or {}).items(), key=lambda kv: -kv[1]))
-    tail = f" (its numbers: {shares})" if shares else ""
-    if st["status"] == "not in store":
-        return f"default {st['label']} not in the store: {st['detail']}"
-    return (f"default {st['label']} never measured ({st['status']}): {st['detail']}{tail}; every gain vs default "
-            "rests on that model — measure it, or pick a measured default")
+def warnings(standings: list[dict]) -> list[str]:
+    """One warning per kind of unmeasured default, naming the family × GPU pairs it holds for (none when the
+    default is measured everywhere)."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for st in standings:
+        if st["status"] != "measured":
+            groups.setdefault((st["status"], st["detail"]), []).append(st)
+    out = []
+    for (status, detail), sts in groups.items():
+        where = ", ".join(f"{st['family']}/{st['gpu']}" for st in sts)
+        label = sts[0]["label"]
+        if status == "not in store":
+            out.append(f"default {label} not in the store on {where}: {detail}")
+            continue
+        shares: dict[str, float] = {}
+        for st in sts:
+            for k, v in (st.get("provenance") or {}).items():
+                shares[k] = shares.get(k, 0.0) + v / len(sts)
+        numbers = ", ".join(f"{k} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]))
+        tail = f" (its numbers: {numbers})" if numbers else ""
+        out.append(f"default {label} never measured ({status}) on {where}: {detail}{tail}; every gain vs default "
+                   "rests on that model — measure it, or pick a measured default")
+    return out
