@@ -79,3 +79,21 @@ def tax(doc: dict) -> pl.DataFrame:
     """Per shard: what the default costs against the recommendation (gain %, interval, winning method)."""
     return recommendations(doc).select("family", "gpu", "shard", "method", "depth", "gain_vs_default_pct",
                                        "gain_ci_low", "gain_ci_high", "requests")
+
+
+def operating_load(doc: dict) -> dict[str, str]:
+    """The concurrency per server the trace was scored at, for a KPI: ``value`` (one number or the range
+    over shards) and ``how`` (arrival rate, assumed or given)."""
+    loads = sorted(r["load"]["mean_concurrency"] for r in doc["recommendations"]
+                   if r["load"].get("mean_concurrency") is not None)
+    value = "—" if not loads else (f"{loads[0]:.1f}" if loads[0] == loads[-1] else f"{loads[0]:.1f}–{loads[-1]:.1f}")
+    load = doc["load"]
+    if load["source"] == "given":
+        how = f"fixed at {load['concurrency']:g} requests in flight per server (your choice)"
+    elif load["source"] == "arrival_rate":
+        how = (f"mean requests in flight per server, from the trace's arrival rate spread over "
+               f"{load['replicas']:g} server(s)")
+    else:
+        grids = sorted({c for r in doc["recommendations"] for c in r["load"].get("grid", [])})
+        how = f"assumed: the trace has no timestamps, so it is scored at the middle of the measured loads {grids}"
+    return {"value": value, "how": how}
