@@ -21,6 +21,7 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from analysis.report import traffic as report_traffic
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import compare as rescore_compare
 from analysis.rescore import summary as rescore_summary
@@ -364,12 +365,19 @@ if tid:
         st.warning(w)
 
     def _report() -> report.Report:
-        tables = [("Recommendations", recs), ("Tax", rescore_summary.tax(doc))]
+        tables = [("Recommendations", recs.drop("vllm_args", "command")), ("Tax", rescore_summary.tax(doc))]
         if doc["acceptance"]["drift"]:
             tables.append(("Acceptance drift", pl.DataFrame(doc["acceptance"]["drift"])))
-        return report.Report(title=f"spectune — your traffic ({names.get(tid, tid)})",
-                             filters={**widgets.described(v, params), "Trace": label(tid)},
-                             charts=[("Candidates", _heatmap(cands)), ("Tax", _tax_chart(rescore_summary.tax(doc)))]
+        trace_name = names.get(tid, tid)
+        metric_label = widgets.metric_label(v["metric"])
+        return report.Report(title=f"spectune — your traffic ({trace_name})",
+                             filters={**widgets.described(v, params), "Trace": label(tid)}, metric=v["metric"],
+                             summary=report_traffic.summary(doc, trace_name, metric_label),
+                             charts=[("Candidates", _heatmap(cands),
+                                      f"{metric_label} of every scored candidate per shard, relative to today's "
+                                      "default"),
+                                     ("Tax", _tax_chart(rescore_summary.tax(doc)),
+                                      "what keeping today's default costs per shard, with its 95 % interval")]
                              if cands.height else [], tables=tables,
                              provenance=data.runs(data.db_path(), data.stamp()), simulated=doc["simulated"])
 
