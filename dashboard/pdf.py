@@ -36,6 +36,7 @@ from reportlab.platypus import (
     KeepTogether,
     PageTemplate,
     Paragraph,
+    Preformatted,
     Spacer,
     Table,
     TableStyle,
@@ -88,6 +89,8 @@ def fonts(choice: str = "auto") -> Fonts:
 
 def fit(text: str, f: Fonts) -> str:
     """``text`` with the characters the font has no glyph for spelled in ASCII where a spelling exists."""
+    if text.isascii():  # every font here has ASCII
+        return text
     return "".join(SPELLED.get(ch, ch) if ord(ch) not in f.chars else ch for ch in text)
 
 
@@ -96,35 +99,40 @@ class Styles:
     f: Fonts
 
     def p(self, name: str) -> ParagraphStyle:
-        f = self.f
-        base = ParagraphStyle(name, fontName=f.regular, fontSize=BODY_PT, leading=BODY_PT * 1.3)
-        return {
-            "title": ParagraphStyle(name, parent=base, fontName=f.bold, fontSize=16, leading=20, spaceAfter=2),
-            "meta": ParagraphStyle(name, parent=base, textColor=colors.grey, spaceAfter=6),
-            "h2": ParagraphStyle(name, parent=base, fontName=f.bold, fontSize=11.5, leading=15, spaceBefore=8,
-                                 spaceAfter=3),
-            "sim": ParagraphStyle(name, parent=base, fontName=f.bold, textColor=SIM_COLOR, borderColor=SIM_COLOR,
-                                  borderWidth=0.8, borderPadding=4, backColor=colors.HexColor("#fff3cd"),
-                                  spaceBefore=4, spaceAfter=8),
-            "body": base,
-            "caption": ParagraphStyle(name, parent=base, fontName=f.italic, fontSize=8.5, textColor=colors.grey,
-                                      spaceBefore=2, spaceAfter=10),
-            "cell": ParagraphStyle(name, parent=base, fontSize=TABLE_PT, leading=TABLE_PT * 1.25),
-            "cellnum": ParagraphStyle(name, parent=base, fontSize=TABLE_PT, leading=TABLE_PT * 1.25,
-                                      alignment=TA_RIGHT),
-            "head": ParagraphStyle(name, parent=base, fontName=f.bold, fontSize=TABLE_PT, leading=TABLE_PT * 1.25),
-            "answer": ParagraphStyle(name, parent=base, fontName=f.bold, fontSize=10.5, leading=13),
-            "code": ParagraphStyle(name, parent=base, fontName=f.mono, fontSize=CODE_PT, leading=CODE_PT * 1.3),
-            "note": ParagraphStyle(name, parent=base, fontName=f.italic, fontSize=8, leading=10),
-        }[name]
+        return _styles(self.f)[name]
 
     def para(self, text: str, style: str) -> Paragraph:
         return Paragraph(html.escape(fit(text, self.f), quote=False), self.p(style))
 
-    def lines(self, lines: Sequence[str], style: str) -> Paragraph:
-        """Lines kept as they are (no re-wrapping): a deploy command cut at shell-word boundaries."""
-        body = "<br/>".join(html.escape(fit(ln, self.f), quote=False).replace(" ", "&nbsp;") for ln in lines)
-        return Paragraph(body, self.p(style))
+    def lines(self, lines: Sequence[str], style: str) -> Preformatted:
+        """Lines kept as they are, plain spaces included (a copied command pastes into a shell): a deploy
+        command already cut at shell-word boundaries."""
+        return Preformatted("\n".join(fit(ln, self.f) for ln in lines), self.p(style))
+
+
+@cache
+def _styles(f: Fonts) -> dict[str, ParagraphStyle]:
+    name = "spectune"
+    base = ParagraphStyle(name, fontName=f.regular, fontSize=BODY_PT, leading=BODY_PT * 1.3)
+    return {
+        "title": ParagraphStyle(name, parent=base, fontName=f.bold, fontSize=16, leading=20, spaceAfter=2),
+        "meta": ParagraphStyle(name, parent=base, textColor=colors.grey, spaceAfter=6),
+        "h2": ParagraphStyle(name, parent=base, fontName=f.bold, fontSize=11.5, leading=15, spaceBefore=8,
+                             spaceAfter=3),
+        "sim": ParagraphStyle(name, parent=base, fontName=f.bold, textColor=SIM_COLOR, borderColor=SIM_COLOR,
+                              borderWidth=0.8, borderPadding=4, backColor=colors.HexColor("#fff3cd"),
+                              spaceBefore=4, spaceAfter=8),
+        "body": base,
+        "caption": ParagraphStyle(name, parent=base, fontName=f.italic, fontSize=8.5, textColor=colors.grey,
+                                  spaceBefore=2, spaceAfter=10),
+        "cell": ParagraphStyle(name, parent=base, fontSize=TABLE_PT, leading=TABLE_PT * 1.25),
+        "cellnum": ParagraphStyle(name, parent=base, fontSize=TABLE_PT, leading=TABLE_PT * 1.25,
+                                  alignment=TA_RIGHT),
+        "head": ParagraphStyle(name, parent=base, fontName=f.bold, fontSize=TABLE_PT, leading=TABLE_PT * 1.25),
+        "answer": ParagraphStyle(name, parent=base, fontName=f.bold, fontSize=10.5, leading=13),
+        "code": ParagraphStyle(name, parent=base, fontName=f.mono, fontSize=CODE_PT, leading=CODE_PT * 1.3),
+        "note": ParagraphStyle(name, parent=base, fontName=f.italic, fontSize=8, leading=10),
+    }
 
 
 def code_chars(width_pt: float, f: Fonts) -> int:
@@ -143,10 +151,21 @@ def image(png: bytes, max_h: float = FRAME_H - 60) -> Image:
 
 
 def table(s: Styles, head: list[str], rows: list[list[str]], numeric: list[bool], widths: list[float]) -> Table:
+    room = [w - 6.5 for w in widths]
+
+    def cell(j: int, text: str) -> object:
+        # a cell that fits its column stays a plain string: ReportLab sets it ~20× faster than a Paragraph
+        text = fit(text, s.f)
+        if "\n" not in text and pdfmetrics.stringWidth(text, s.f.regular, TABLE_PT) <= room[j]:
+            return text
+        return s.para(text, "cellnum" if numeric[j] else "cell")
+
     cells = [[s.para(h, "head") for h in head]]
-    cells += [[s.para(t, "cellnum" if numeric[j] else "cell") for j, t in enumerate(r)] for r in rows]
+    cells += [[cell(j, t) for j, t in enumerate(r)] for r in rows]
     t = Table(cells, colWidths=widths, repeatRows=1, hAlign="LEFT")
     t.setStyle(TableStyle([
+        ("FONT", (0, 1), (-1, -1), s.f.regular, TABLE_PT, TABLE_PT * 1.25),
+        *[("ALIGN", (j, 1), (j, -1), "RIGHT") for j, num in enumerate(numeric) if num],
         ("GRID", (0, 0), (-1, -1), 0.25, colors.HexColor("#bbbbbb")),
         ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#eeeeee")),
         ("VALIGN", (0, 0), (-1, -1), "TOP"),
@@ -158,7 +177,8 @@ def table(s: Styles, head: list[str], rows: list[list[str]], numeric: list[bool]
 
 def column_widths(s: Styles, head: list[str], cols: list[list[str]]) -> tuple[list[float], list[float]]:
     """Per column: its natural width (longest cell, at most 45 characters' worth) and the least it can
-    wrap to (its longest word, at most 14 characters' worth), in points, padding included."""
+    wrap to (its longest word up to 14 characters' worth, a third of its natural width), in points, padding
+    included."""
     def w(text: str, font: str = s.f.regular) -> float:
         return pdfmetrics.stringWidth(fit(text, s.f), font, TABLE_PT) + 8
 
@@ -167,7 +187,8 @@ def column_widths(s: Styles, head: list[str], cols: list[list[str]]) -> tuple[li
     for h, col in zip(head, cols, strict=True):
         natural.append(min(cap, max([w(h, s.f.bold), *(w(t) for t in col)])))
         longest_word = max([w(x, s.f.bold) for x in h.split() or [""]] + [w(x) for t in col for x in t.split()])
-        least.append(min(natural[-1], max(min(floor, longest_word), w("0" * 6))))
+        # a cell may wrap to about three lines, never inside a word (up to 14 characters)
+        least.append(min(natural[-1], max(min(floor, longest_word), natural[-1] / 3, w("0" * 6))))
     return natural, least
 
 
