@@ -7,7 +7,7 @@ family and workload names in any Latin, Greek or Cyrillic script) stays itself i
 DejaVu Sans from the system (Debian's fonts-dejavu-core; scripts/test.sh installs it on CI) when present,
 else Bitstream Vera, which ships inside the ReportLab wheel itself — so ``pip install -r requirements.txt``
 alone still makes a correct PDF. DejaVu is Vera extended; the few characters Vera lacks (``→``, Greek) are
-spelled in ASCII (``->``, ``tau``) only when Vera is the font in use (docs/dashboard.md, "Reports").
+spelled in ASCII (``->``, ``tau``) only when Vera is the font in use (docs/reports.md).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ import polars as pl
 import streamlit as st
 
 from analysis.report import columns, filters
+from analysis.report import traffic as report_traffic
+from analysis.report import winners as report_winners
 from analysis.report.document import Summary, shell_lines
 from dashboard import charts, export, pdf
 
@@ -266,10 +268,53 @@ def to_pdf(r: Report) -> bytes:
                      SIM_LABEL if r.simulated else None)
 
 
+@dataclass(frozen=True)
+class View:
+    """What a page shows, as its report needs it: the metric (name and label) and the load."""
+
+    metric: str
+    metric_label: str
+    concurrency: object = None
+
+
+def winners_report(doc: dict, view: View, gpus: Sequence[str], families: Sequence[str], workloads: Sequence[str],
+                   shown_filters: dict[str, str], provenance: pl.DataFrame | None) -> Report:
+    """The Winners page's report from its ``analysis.winners`` document: summary, one heatmap per GPU, one
+    table per GPU."""
+    at = f"{view.metric_label} · concurrency {view.concurrency}"
+    tables = []
+    for g in gpus:
+        rows = charts.winner_rows({**doc, "cells": [c for c in doc["cells"] if c["gpu"] == g]})
+        if rows.height:
+            tables.append((f"{g} winners", rows.select(
+                "family", "workload", "method", "depth", "value", "gain_vs_none_pct", "verdict", "tied", "top1",
+                "top2", "top3", "origin", "grid_edge", "whole_window", "provenance").rename(
+                {"value": view.metric_label})))
+    return Report(
+        title=f"spectune — winners by {view.metric_label}, concurrency {view.concurrency}",
+        filters=shown_filters, metric=view.metric,
+        summary=report_winners.summary(doc, view.metric_label, view.concurrency),
+        charts=[(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads, at, select=False),
+                 f"the winning candidate per model family × workload on {g} by {view.metric_label} at concurrency "
+                 f"{view.concurrency}; TIE marks a cell whose runner-up is within the 95 % interval, with the gain "
+                 "over none below") for g in gpus],
+        tables=tables, provenance=provenance, simulated=doc["simulated"])
+
+
+def traffic_report(doc: dict, view: View, trace_name: str, shown_filters: dict[str, str],
+                   chart_list: list[tuple], tables: list[tuple[str, pl.DataFrame]],
+                   provenance: pl.DataFrame | None) -> Report:
+    """The Your-traffic page's report from its ``analysis.rescore`` document (the page's own charts)."""
+    return Report(title=f"spectune — your traffic ({trace_name})", filters=shown_filters, metric=view.metric,
+                  summary=report_traffic.summary(doc, trace_name, view.metric_label), charts=chart_list,
+                  tables=tables, provenance=provenance, simulated=doc["simulated"])
+
+
 def button(make: Callable[[], Report], name: str, key: str) -> None:
     """The Report button: a popover with the HTML and PDF downloads (built only when clicked)."""
     with st.popover("Report", icon=":material/description:"):
-        st.caption("The current view — title, filters, charts, tables, provenance — as one file.")
+        st.caption("The current view as one file: a summary (question, answer, deploy command), the filters, "
+                   "the charts, the tables and the provenance.")
         st.download_button("HTML report", data=lambda: to_html(make()), file_name=f"{name}_report.html",
                            mime="text/html", key=f"report.{key}.html", on_click="ignore")
         st.download_button("PDF report", data=lambda: to_pdf(make()), file_name=f"{name}_report.pdf",

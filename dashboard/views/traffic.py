@@ -21,7 +21,6 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from analysis.report import traffic as report_traffic
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import compare as rescore_compare
 from analysis.rescore import summary as rescore_summary
@@ -368,18 +367,14 @@ if tid:
         tables = [("Recommendations", recs.drop("vllm_args", "command")), ("Tax", rescore_summary.tax(doc))]
         if doc["acceptance"]["drift"]:
             tables.append(("Acceptance drift", pl.DataFrame(doc["acceptance"]["drift"])))
-        trace_name = names.get(tid, tid)
         metric_label = widgets.metric_label(v["metric"])
-        return report.Report(title=f"spectune — your traffic ({trace_name})",
-                             filters={**widgets.described(v, params), "Trace": label(tid)}, metric=v["metric"],
-                             summary=report_traffic.summary(doc, trace_name, metric_label),
-                             charts=[("Candidates", _heatmap(cands),
-                                      f"{metric_label} of every scored candidate per shard, relative to today's "
-                                      "default"),
-                                     ("Tax", _tax_chart(rescore_summary.tax(doc)),
-                                      "what keeping today's default costs per shard, with its 95 % interval")]
-                             if cands.height else [], tables=tables,
-                             provenance=data.runs(data.db_path(), data.stamp()), simulated=doc["simulated"])
+        shown = [("Candidates", _heatmap(cands),
+                  f"{metric_label} of every scored candidate per shard, relative to today's default"),
+                 ("Tax", _tax_chart(rescore_summary.tax(doc)),
+                  "what keeping today's default costs per shard, with its 95 % interval")] if cands.height else []
+        return report.traffic_report(doc, report.View(v["metric"], metric_label), names.get(tid, tid),
+                                     {**widgets.described(v, params), "Trace": label(tid)}, shown, tables,
+                                     data.runs(data.db_path(), data.stamp()))
 
     report.button(_report, name, PAGE)
 

@@ -7,7 +7,6 @@ from functools import partial
 
 import streamlit as st
 
-from analysis.report import winners as report_winners
 from dashboard import charts, data, drill, export, report, state, widgets
 
 PAGE = "winners"
@@ -80,22 +79,8 @@ drill.panel(PAGE, doc, drill_params, v["conc"], v["metric"], f, slo, label)
 
 
 def _report() -> report.Report:
-    at = f"{label} · concurrency {v['conc']}"
-    return report.Report(
-        title=f"spectune — winners by {label}, concurrency {v['conc']}",
-        filters=widgets.described(v, params), metric=v["metric"],
-        summary=report_winners.summary(doc, label, v["conc"]),
-        charts=[(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads, at, select=False),
-                 f"the winning candidate per model family × workload on {g} by {label} at concurrency {v['conc']}; "
-                 "TIE marks a cell whose runner-up is within the 95 % interval, with the gain over none below")
-                for g in gpus],
-        tables=[(f"{g} winners", rows.select("family", "workload", "method", "depth", "value", "gain_vs_none_pct",
-                                             "verdict", "tied", "top1", "top2", "top3", "origin", "grid_edge",
-                                             "whole_window", "provenance").rename({"value": label}))
-                for g, rows in shown],
-        provenance=data.runs(data.db_path(), data.stamp()),
-        simulated=doc["simulated"],
-    )
+    return report.winners_report(doc, report.View(v["metric"], label, v["conc"]), gpus, families, workloads,
+                                 widgets.described(v, params), data.runs(data.db_path(), data.stamp()))
 
 
 st.divider()
