@@ -17,7 +17,7 @@ TITLES = {
     "mean_concurrency": "Mean concurrency", "config": "Configuration", "schedule_gain_pct": "Schedule gain (%)",
     "vllm_args": "vLLM arguments", "run_id": "Run", "backend": "Backend", "engine_version": "Engine version",
     "gpu_model": "GPU model", "host": "Host", "started_at": "Started", "source": "Source", "cells": "Cells",
-    "share": "Share", "benchmark": "Benchmark", "production": "Production", "drift_pct": "Drift (%)",
+    "share": "Share", "moe": "MoE", "gpu_count": "GPUs per server", "source_url": "Source URL", "benchmark": "Benchmark", "production": "Production", "drift_pct": "Drift (%)",
 }
 
 
@@ -34,6 +34,7 @@ def human_table(frame: pl.DataFrame) -> pl.DataFrame:
     every column titled for humans."""
     if {"method", "depth"} <= set(frame.columns):
         cand = (pl.when(pl.col("method") == "none").then(pl.lit("none"))
+                .when(pl.col("depth").is_null()).then(pl.col("method"))  # a published row without its depth
                 .otherwise(pl.format("{}·{}", "method", "depth")).alias("candidate"))
         at = frame.columns.index("method")
         frame = frame.with_columns(cand).select(

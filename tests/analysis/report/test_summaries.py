@@ -68,6 +68,8 @@ def test_tables_get_human_titles_and_one_candidate_column():
     out = columns.human_table(frame)
     assert out.columns == ["Model family", "Candidate", "Gain vs none (%)", "Odd thing (ms)"]
     assert out["Candidate"].to_list() == ["dflash·5", "none"]
+    published = pl.DataFrame({"method": ["eagle3"], "depth": [None]}, schema={"method": pl.String, "depth": pl.Int64})
+    assert columns.human_table(published)["Candidate"].to_list() == ["eagle3"]  # depth not stated
 
 
 @pytest.mark.parametrize("width", [200, 60, 25, 5])
