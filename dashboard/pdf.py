@@ -30,6 +30,7 @@ from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.platypus import (
     BaseDocTemplate,
+    CondPageBreak,
     Flowable,
     Frame,
     Image,
@@ -133,6 +134,11 @@ def _styles(f: Fonts) -> dict[str, ParagraphStyle]:
         "code": ParagraphStyle(name, parent=base, fontName=f.mono, fontSize=CODE_PT, leading=CODE_PT * 1.3),
         "note": ParagraphStyle(name, parent=base, fontName=f.italic, fontSize=8, leading=10),
     }
+
+
+def heading(s: Styles, text: str) -> list[Flowable]:
+    """A section heading that never ends a page: a new page when less than ~5 lines are left below it."""
+    return [CondPageBreak(60), s.para(text, "h2")]
 
 
 def code_chars(width_pt: float, f: Fonts) -> int:

@@ -192,7 +192,7 @@ def to_html(r: Report) -> bytes:
 # ---- PDF -------------------------------------------------------------------------------------------------
 
 def _pdf_summary(s: Summary, st_: pdf.Styles) -> list:
-    flow: list = [st_.para("Question", "h2"), st_.para(s.question, "body"), st_.para("Answer", "h2")]
+    flow: list = [*pdf.heading(st_, "Question"), st_.para(s.question, "body"), *pdf.heading(st_, "Answer")]
     if s.answers:
         widths = [150.0, 95.0, 215.0]
         widths.append(pdf.FRAME_W - sum(widths))
@@ -217,10 +217,10 @@ def _pdf_summary(s: Summary, st_: pdf.Styles) -> list:
         flow.append(t)
     else:
         flow.append(st_.para("No answer: nothing matches these filters.", "body"))
-    flow.append(st_.para("Where the numbers come from", "h2"))
+    flow += pdf.heading(st_, "Where the numbers come from")
     flow += [st_.para("• " + x, "body") for x in s.sources]
     if s.warnings:
-        flow.append(st_.para("Warnings", "h2"))
+        flow += pdf.heading(st_, "Warnings")
         flow += [st_.para("• " + x, "body") for x in s.warnings]
     return flow
 
@@ -234,7 +234,7 @@ def _pdf_table(name: str, frame: pl.DataFrame, st_: pdf.Styles) -> list:
     natural, least = pdf.column_widths(st_, head, cols)
     keys = [i for i in range(min(2, len(head))) if not numeric[i]]
     keys = keys[:1] if keys and keys[0] != 0 else keys
-    flow: list = [st_.para(name, "h2")]
+    flow: list = pdf.heading(st_, name)
     for g in pdf.column_groups(least, keys):
         widths = pdf.fitted([natural[j] for j in g], [least[j] for j in g])
         rows = [[cols[j][i] for j in g] for i in range(frame.height)]
@@ -254,11 +254,11 @@ def to_pdf(r: Report) -> bytes:
         flow += _pdf_summary(r.summary, st_)
     shown = shown_filters(r)
     if shown:
-        flow.append(st_.para("Filters", "h2"))
+        flow += pdf.heading(st_, "Filters")
         flow += [st_.para(f"{k}: {v}", "body") for k, v in shown.items()]
     chart_list = _chart_list(r)
     if chart_list:
-        flow.append(st_.para("Charts", "h2"))
+        flow += pdf.heading(st_, "Charts")
     for i, (name, c, text) in enumerate(chart_list, start=1):
         png = export.chart_bytes(charts.finish(_titled(name, c), export=True, simulated=r.simulated), "png")
         flow.append(pdf.KeepTogether([pdf.image(png), st_.para(caption(i, name, text), "caption")]))

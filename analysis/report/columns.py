@@ -17,7 +17,8 @@ TITLES = {
     "mean_concurrency": "Mean concurrency", "config": "Configuration", "schedule_gain_pct": "Schedule gain (%)",
     "vllm_args": "vLLM arguments", "run_id": "Run", "backend": "Backend", "engine_version": "Engine version",
     "gpu_model": "GPU model", "host": "Host", "started_at": "Started", "source": "Source", "cells": "Cells",
-    "share": "Share", "moe": "MoE", "gpu_count": "GPUs per server", "source_url": "Source URL", "benchmark": "Benchmark", "production": "Production", "drift_pct": "Drift (%)",
+    "share": "Share", "moe": "MoE", "gpu_count": "GPUs per server", "source_url": "Source URL",
+    "benchmark": "Benchmark", "production": "Production", "drift_pct": "Drift (%)",
 }
 
 

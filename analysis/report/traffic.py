@@ -48,8 +48,9 @@ def _answer(r: dict, today: str, several: bool) -> Answer:
 
 def sources(doc: dict) -> tuple[str, ...]:
     t = doc["trace"]
-    out = [f"Traffic measured: {t['requests']:,} requests read from {t.get('name') or 'the trace'} "
-           f"({t.get('format', 'unknown format')}); lengths and arrivals are the file's own."]
+    fmt = f" ({t['format']} format)" if t.get("format") else ""
+    out = [f"Traffic measured: {t['requests']:,} requests read from {t.get('name') or 'the trace'}{fmt}; "
+           "lengths and arrivals are the file's own."]
     backends = doc.get("backends") or []
     if backends:
         out.append("Speeds: modelled for this traffic from " + " and ".join(BACKEND_WORDS.get(b, b) for b in backends)
