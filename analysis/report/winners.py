@@ -43,6 +43,11 @@ def _answer(c: dict) -> Answer:
         shown = ", ".join(tied[:3]) + (f" and {len(tied) - 3} more" if len(tied) > 3 else "")
         confidence = (f"tie with {shown}: within the 95 % interval, any of them is as good; "
                       f"{cand} has the best point estimate")
+        pick = c.get("pick")  # the stated pick among tied candidates, where the winners document names one
+        if isinstance(pick, dict) and pick.get("method"):
+            why = pick.get("rule") or pick.get("reason")
+            confidence += f"; sensible pick: {candidate(pick['method'], pick.get('depth'))}" + (
+                f" ({why})" if why else "")
     notes = []
     if c.get("origin") == "predicted":
         notes.append("predicted by the factorized plan's model, not run")

@@ -86,3 +86,12 @@ def test_a_command_cut_into_lines_pastes_back_whole(width):
 def test_schedule_candidates_keep_their_ranges():
     assert candidate("dspark", 8, "dspark:1-4→8,5-64→4") == "dspark·1-4→8,5-64→4"
     assert candidate("none", 0) == "none" and candidate("eagle3", 2, "eagle3:2") == "eagle3·2"
+
+
+def test_a_tie_names_the_documents_pick_when_it_has_one(con):
+    doc = winners_doc(con, "output_throughput", frames.Filters(concurrency=(16,)))
+    tie = next(c for c in doc["cells"] if not c["clear"])
+    t = tie["tied"][-1]
+    picked = {**doc, "cells": [{**tie, "pick": {"method": t["method"], "depth": t["depth"], "rule": "shallowest"}}]}
+    a = winners.summary(picked, "x", 16).answers[0]
+    assert a.confidence.endswith(f"sensible pick: {candidate(t['method'], t['depth'])} (shallowest)")
