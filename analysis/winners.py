@@ -237,6 +237,11 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
         gain = None
         if base is not None and v[base] and np.isfinite(v[base]):
             gain = ((v[w] / v[base]) if m.higher_is_better else (v[base] / v[w])) * 100 - 100
+        gain_ci = None  # paired bootstrap: the same replicates of winner and baseline
+        if gain is not None and r.size:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = r[w] / r[base] if m.higher_is_better else r[base] / r[w]
+            gain_ci = [_num(x * 100 - 100) for x in interval(ratio * 1.0)]
         edge = grid_edge(group_rows, group_values, next(
             j for j, row in enumerate(group_rows) if row["cell_id"] == rows[w]["cell_id"]))
         out_cells.append({
@@ -251,6 +256,7 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
             "at_grid_edge": edge is not None,
             "grid_edge": edge,
             "gain_vs_none_pct": _num(gain) if gain is not None else None,
+            "gain_vs_none_ci_pct": gain_ci,
             "baseline_value": _num(v[base]) if base is not None else None,
             "backend": rows[w]["backend"],
             "provenance": model_provenance.for_row(rows[w]),

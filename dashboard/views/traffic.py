@@ -388,14 +388,17 @@ if tid:
         st.dataframe(pl.DataFrame(doc["acceptance"]["drift"]), hide_index=True)
 
     def _report() -> report.Report:
-        tables = [("Recommendations", recs), ("Tax", rescore_summary.tax(doc))]
+        tables = [("Recommendations", recs.drop("vllm_args", "command")), ("Tax", rescore_summary.tax(doc))]
         if doc["acceptance"]["drift"]:
             tables.append(("Acceptance drift", pl.DataFrame(doc["acceptance"]["drift"])))
-        return report.Report(title=f"spectune — your traffic ({names.get(tid, tid)})",
-                             filters={**widgets.described(v, params), "Trace": label(tid)},
-                             charts=[("Candidates", _heatmap(cands)), ("Tax", _tax_chart(rescore_summary.tax(doc)))]
-                             if cands.height else [], tables=tables,
-                             provenance=data.runs(data.db_path(), data.stamp()), simulated=doc["simulated"])
+        metric_label = widgets.metric_label(v["metric"])
+        shown = [("Candidates", _heatmap(cands),
+                  f"{metric_label} of every scored candidate per shard, relative to today's default"),
+                 ("Tax", _tax_chart(rescore_summary.tax(doc)),
+                  "what keeping today's default costs per shard, with its 95 % interval")] if cands.height else []
+        return report.traffic_report(doc, report.View(v["metric"], metric_label), names.get(tid, tid),
+                                     {**widgets.described(v, params), "Trace": label(tid)}, shown, tables,
+                                     data.runs(data.db_path(), data.stamp()))
 
     report.button(_report, name, PAGE)
 

@@ -79,19 +79,8 @@ drill.panel(PAGE, doc, drill_params, v["conc"], v["metric"], f, slo, label)
 
 
 def _report() -> report.Report:
-    return report.Report(
-        title=f"spectune — winners by {label}, concurrency {v['conc']}",
-        filters=widgets.described(v, params),
-        charts=[(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads,
-                                                       f"{label} · concurrency {v['conc']}", select=False))
-                for g in gpus],
-        tables=[(f"{g} winners", rows.select("family", "workload", "method", "depth", "value", "gain_vs_none_pct",
-                                             "verdict", "tied", "top1", "top2", "top3", "origin", "command",
-                                             "grid_edge", "whole_window", "provenance"))
-                for g, rows in shown],
-        provenance=data.runs(data.db_path(), data.stamp()),
-        simulated=doc["simulated"],
-    )
+    return report.winners_report(doc, report.View(v["metric"], label, v["conc"]), gpus, families, workloads,
+                                 widgets.described(v, params), data.runs(data.db_path(), data.stamp()))
 
 
 st.divider()
