@@ -47,8 +47,10 @@ class Judgement:
 
 def gap_pct(best: float, other: float, higher_is_better: bool) -> float:
     """How much worse ``other`` is than ``best``, in % of ``best`` (0 when equal; inf when not finite)."""
-    if not (np.isfinite(best) and np.isfinite(other)) or best == 0:
+    if not (np.isfinite(best) and np.isfinite(other)):
         return float("inf")
+    if best == 0:  # e.g. a goodput of 0: only an equal value is "0 % behind"
+        return 0.0 if other == best else float("inf")
     d = (best - other) if higher_is_better else (other - best)
     return float(d / abs(best) * 100)
 
@@ -86,7 +88,8 @@ def judge(methods: Sequence[str], depths: Sequence[int], values: np.ndarray, ord
     w = order[0]
     finite = [j for j in order if np.isfinite(values[j])]
     gaps = {j: gap_pct(values[w], values[j], metric.higher_is_better) for j in finite}
-    equivalent = [j for j in finite if gaps[j] <= margin_pct + 1e-12]
+    gaps[w] = 0.0  # the best is always its own equivalent, whatever its value
+    equivalent = [j for j in finite if gaps[j] <= margin_pct + 1e-12] or [w]
     beyond = [j for j in tied if j != w and gaps.get(j, float("inf")) > margin_pct + 1e-12]
     verdict = "tie" if beyond else "equivalent" if len(equivalent) > 1 else "clear"
     k, reason = pick_among([(methods[j], int(depths[j])) for j in equivalent], default_method)

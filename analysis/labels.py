@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import polars as pl
 
 SEP = "·"  # U+00B7 MIDDLE DOT between method and depth
-OLD_NOTATION = r"\b(?:none:0|[a-z][a-z0-9_]*:\d+)\b"  # what the notation tests grep for (dflash:5, none:0)
+# what the notation tests grep for: the retired `dflash:5` / `none:0` of any speculative method
+OLD_NOTATION = r"\b(?:none|mtp|eagle|eagle3|dflash|dspark|ngram|suffix|medusa|draft_model):\d+\b"
 
 
 def candidate(method: str | None, depth: int | None = None) -> str:
