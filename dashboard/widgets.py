@@ -11,7 +11,7 @@ import streamlit as st
 
 from analysis.cellvalues import Slo
 from analysis.frames import Filters
-from analysis.labels import human_columns
+from analysis.labels import human_columns, title
 from analysis.metrics import METRICS
 from dashboard import state
 from dashboard.state import Param
@@ -60,6 +60,8 @@ def p_margin() -> Param:
 
 def table(frame: pl.DataFrame, **kwargs: Any) -> Any:
     """A table on screen with human column titles (analysis.labels); machine names stay in Parquet/JSON."""
+    if "column_config" in kwargs:  # configs are keyed by the column's shown (human) title
+        kwargs["column_config"] = {title(k): v for k, v in kwargs["column_config"].items()}
     return st.dataframe(human_columns(frame), **kwargs)
 
 
