@@ -84,11 +84,11 @@ def test_landing_shows_every_load_and_the_clis_summary_without_interaction(page,
     expect(charts.filter(has_text="sensible pick at every load")).to_have_count(2, timeout=60_000)
     for gpu in ("MI300X", "MI355X"):
         chart = charts.filter(has_text=f"{gpu} · sensible pick at every load")
-        texts = chart.locator("svg text").all_inner_texts()
+        texts = [t.strip() for t in chart.locator("svg text").all_text_contents()]
         assert all(f"c = {c}" in texts for c in loads), texts
         picks = {c["pick"]["label"] for c in doc["cells"] if c["gpu"] == gpu}
         assert picks <= set(texts), picks - set(texts)
-    banner = page.locator("[data-testid='stAlert']", has_text="cells (").first
+    banner = page.locator("[data-testid='stAlert'] [data-testid='stMarkdownContainer']", has_text="cells (").first
     assert " ".join(banner.inner_text().split()) == " ".join(doc["summary"]["text"].replace("`", "").split())
     # the single-load view is one click away
     page.get_by_role("button", name="c = 16").click()
