@@ -81,7 +81,7 @@ def winner_rows(doc: dict) -> pl.DataFrame:
         if verdict == "clear":
             label = f"{cand(w['method'], w['depth'])}\n{gain_txt}{edge_txt}"
         elif verdict == "equivalent":  # within the equivalence margin: any will do, the pick is named
-            label = f"{pick_name}\n= {len(c.get('equivalent') or [])} within margin{edge_txt}"
+            label = f"≈ {len(c.get('equivalent') or [])} within margin\npick {pick_name}{edge_txt}"
         else:  # a tie in plain words: how many, and the sensible pick among them
             label = f"TIE ({len(tied)} tied)\npick {pick_name}\n{gain_txt}{edge_txt}"
         top = [f"{cand(t['method'], t['depth'])}: {_fmt(t['value'], d)} "
@@ -184,6 +184,7 @@ def _heatmap_key(metric: str) -> list[str]:
     """The heatmap's subtitle: how to read a tie and the "% vs none" under each winner. For a lower-is-better
     metric a bare "+54 %" reads as "54 % more latency", so it says which way it goes."""
     lines = ["hatched = tie: no clear winner at 95 %; stripes show the tied methods",
+             "pick = the sensible pick within the equivalence margin (shallowest, deployed method, no drafter)",
              f"{EDGE_LABEL} = the winner's depth is the deepest (or shallowest) measured for its method: "
              "one outside the grid may do better"]
     m = METRICS.get(metric)
