@@ -14,6 +14,7 @@ import polars as pl
 
 from analysis import explore, frames, model_provenance
 from analysis.cellvalues import Slo, metric_values
+from analysis.labels import candidate
 from analysis.metrics import get_metric
 
 
@@ -49,7 +50,7 @@ def candidates(con: duckdb.DuckDBPyConnection, group: Group, metric: str, base: 
 def suspects(ranked: pl.DataFrame) -> list[tuple[str, str]]:
     """(candidate label, reason) for every candidate whose per-request acceptance disagreed with its counters."""
     rows = ranked.filter(pl.col("acceptance_suspect").is_not_null()).iter_rows(named=True)
-    return [(f"{r['method']}:{r['depth']}", str(r["acceptance_suspect"])) for r in rows]
+    return [(candidate(r['method'], r['depth']), str(r["acceptance_suspect"])) for r in rows]
 
 
 def positions(con: duckdb.DuckDBPyConnection, group: Group, base: frames.Filters | None = None) -> pl.DataFrame:
@@ -64,7 +65,7 @@ def latency_samples(con: duckdb.DuckDBPyConnection, ranked: pl.DataFrame, top: i
         reqs = frames.requests(con, row["run_id"], row["cell_id"])
         if reqs.height == 0:
             continue
-        label = "none" if row["method"] == "none" else f"{row['method']}:{row['depth']}"
+        label = "none" if row["method"] == "none" else candidate(row['method'], row['depth'])
         parts.append(reqs.filter(pl.col("ok").fill_null(True)).select(
             pl.lit(label).alias("candidate"), pl.lit(row["method"]).alias("method"),
             "request_index", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens"))

@@ -278,27 +278,30 @@ class View:
 
 
 def winners_report(doc: dict, view: View, gpus: Sequence[str], families: Sequence[str], workloads: Sequence[str],
-                   shown_filters: dict[str, str], provenance: pl.DataFrame | None) -> Report:
+                   shown_filters: dict[str, str], provenance: pl.DataFrame | None,
+                   charts_: list[tuple] | None = None, tables: list[tuple[str, pl.DataFrame]] | None = None) -> Report:
     """The Winners page's report from its ``analysis.winners`` document: summary, one heatmap per GPU, one
-    table per GPU."""
+    table per GPU (or the page's own charts and tables, e.g. its every-load view)."""
     at = f"{view.metric_label} · concurrency {view.concurrency}"
-    tables = []
-    for g in gpus:
-        rows = charts.winner_rows({**doc, "cells": [c for c in doc["cells"] if c["gpu"] == g]})
-        if rows.height:
-            tables.append((f"{g} winners", rows.select(
-                "family", "workload", "method", "depth", "value", "gain_vs_none_pct", "verdict", "tied", "top1",
-                "top2", "top3", "origin", "grid_edge", "whole_window", "provenance").rename(
-                {"value": view.metric_label})))
+    if tables is None:
+        tables = []
+        for g in gpus:
+            rows = charts.winner_rows({**doc, "cells": [c for c in doc["cells"] if c["gpu"] == g]})
+            if rows.height:
+                tables.append((f"{g} winners", rows.select(
+                    "family", "workload", "method", "depth", "value", "gain_vs_none_pct", "verdict", "pick",
+                    "pick_rule", "tied", "top1", "top2", "top3", "origin", "grid_edge", "whole_window",
+                    "provenance").rename({"value": view.metric_label})))
+    if charts_ is None:
+        charts_ = [(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads, at, select=False),
+                    f"the sensible pick per model family × workload on {g} by {view.metric_label} at concurrency "
+                    f"{view.concurrency}; a tied or equivalent cell names its pick, with the gain over none below")
+                   for g in gpus]
     return Report(
         title=f"spectune — winners by {view.metric_label}, concurrency {view.concurrency}",
         filters=shown_filters, metric=view.metric,
         summary=report_winners.summary(doc, view.metric_label, view.concurrency),
-        charts=[(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads, at, select=False),
-                 f"the winning candidate per model family × workload on {g} by {view.metric_label} at concurrency "
-                 f"{view.concurrency}; TIE marks a cell whose runner-up is within the 95 % interval, with the gain "
-                 "over none below") for g in gpus],
-        tables=tables, provenance=provenance, simulated=doc["simulated"])
+        charts=charts_, tables=tables, provenance=provenance, simulated=doc["simulated"])
 
 
 def traffic_report(doc: dict, view: View, trace_name: str, shown_filters: dict[str, str],

@@ -14,6 +14,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from analysis.labels import candidate
 from analysis.rescore.trace import SHARD_BY
 from ingest.errors import InputError, UsageError
 
@@ -138,7 +139,8 @@ def _print(res: dict) -> None:
     for r in res["recommendations"]:
         gain = "" if r["gain_vs_default_pct"] is None else f"{r['gain_vs_default_pct']:+.1f}% vs default"
         verdict = "clear" if r["clear"] else "tie: " + ", ".join(
-            x.get("label", f"{x['method']}:{x['depth']}") for x in r["tied"][:4]) + (" …" if len(r["tied"]) > 4 else "")
+            x.get("label", candidate(x["method"], x["depth"])) for x in r["tied"][:4]
+        ) + (" …" if len(r["tied"]) > 4 else "")
         print(f"{r['gpu']:<7} {r['family']:<8} {r['shard'][:16]:<16} {r.get('label', r['method']):<10} {gain:<20} "
               f"{verdict}")
         svs = r.get("static_vs_scheduled")

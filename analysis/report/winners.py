@@ -19,45 +19,61 @@ def summary(doc: dict, metric_label: str, concurrency: object) -> Summary:
     cells = doc["cells"]
     question = (f"Which speculative-decoding method and depth gives the best {metric_label} at concurrency "
                 f"{concurrency}, for each GPU × model family × workload?")
-    return Summary(question=question, answers=tuple(_answer(c) for c in cells), sources=sources(cells))
+    several_loads = len({c.get("concurrency") for c in cells}) > 1
+    return Summary(question=question, answers=tuple(_answer(c, several_loads) for c in cells), sources=sources(cells))
 
 
-def _answer(c: dict) -> Answer:
-    w = c["winner"]
-    cand = candidate(w["method"], w["depth"])
+def _gain_text(c: dict, w: dict) -> str:
     gain = c.get("gain_vs_none_pct")
     if w["method"] == "none":
-        gain_text = "no speculation is the fastest here"
-    elif gain is None:
-        gain_text = "no baseline (none) measured in this group"
-    else:
-        gain_text = f"{signed_pct(gain)} vs none{interval_text(c.get('gain_vs_none_ci_pct'))}"
+        return "no speculation is the fastest here"
+    if gain is None:
+        return "no baseline (none) measured in this group"
+    return f"{signed_pct(gain)} vs none{interval_text(c.get('gain_vs_none_ci_pct'))}"
+
+
+def _answer(c: dict, several_loads: bool = False) -> Answer:
+    """The recommendation of one cell: the clear winner, or — when the evidence cannot separate candidates —
+    the stated sensible pick among those within the equivalence margin (analysis.equivalence), whose deploy
+    command it carries."""
+    w = c["winner"]
+    best = candidate(w["method"], w["depth"])
+    verdict = c.get("verdict", "clear" if c["clear"] else "tie")
+    pick = c.get("pick") if isinstance(c.get("pick"), dict) and c["pick"].get("method") else None
+    chosen = pick if pick is not None and verdict != "clear" else None
+    cand = candidate(chosen["method"], chosen.get("depth")) if chosen else best
+    gain_text = _gain_text(c, w)
+    if chosen and cand != best:
+        gap = chosen.get("gap_pct")
+        behind = f"{gap:.1f} % behind" if isinstance(gap, int | float) else "behind"
+        gain_text = f"{behind} the best point estimate {best} ({gain_text})"
     ru = c.get("runner_up")
-    if c["clear"]:
+    if verdict == "clear":
         ahead = (f" ahead of {candidate(ru['method'], ru['depth'])} by {c['margin_pct']:.1f} %"
                  if ru and c.get("margin_pct") is not None else "")
         confidence = f"clear winner{ahead}: the 95 % interval of the difference excludes zero"
+    elif c.get("tie_text"):
+        confidence = c["tie_text"]
     else:
         tied = [candidate(t["method"], t["depth"]) for t in c["tied"] if (t["method"], t["depth"])
                 != (w["method"], w["depth"])]
         shown = ", ".join(tied[:3]) + (f" and {len(tied) - 3} more" if len(tied) > 3 else "")
         confidence = (f"tie with {shown}: within the 95 % interval, any of them is as good; "
-                      f"{cand} has the best point estimate")
-        pick = c.get("pick")  # the stated pick among tied candidates, where the winners document names one
-        if isinstance(pick, dict) and pick.get("method"):
-            why = pick.get("rule") or pick.get("reason")
-            confidence += f"; sensible pick: {candidate(pick['method'], pick.get('depth'))}" + (
-                f" ({why})" if why else "")
+                      f"{best} has the best point estimate")
+        if chosen:
+            why = chosen.get("rule") or chosen.get("reason")
+            confidence += f"; sensible pick: {cand}" + (f" ({why})" if why else "")
     notes = []
     if c.get("origin") == "predicted":
         notes.append("predicted by the factorized plan's model, not run")
     if c.get("grid_edge"):
         notes.append(c["grid_edge"]["text"])
-    deploy = c.get("deploy") or {}
+    deploy = (chosen.get("deploy") if chosen else None) or c.get("deploy") or {}
     if deploy.get("note"):
         notes.append(deploy["note"])
-    return Answer(group=f"{c['gpu']} · {c['family']} · {c['workload']}", candidate=cand, gain=gain_text,
-                  confidence=confidence, command=deploy.get("command") or "", notes=tuple(notes))
+    group = f"{c['gpu']} · {c['family']} · {c['workload']}" + (f" · c={c['concurrency']}" if several_loads else "")
+    return Answer(group=group, candidate=cand, gain=gain_text, confidence=confidence,
+                  command=deploy.get("command") or "", notes=tuple(notes))
 
 
 def sources(cells: list[dict]) -> tuple[str, ...]:

@@ -44,8 +44,8 @@ class Choice:
         if self.method == "none":
             return "none"
         if self.schedule:
-            return f"{self.method}:" + ",".join(f"{a}-{b}→{k}" for a, b, k in self.schedule)
-        return f"{self.method}:{self.depth}"
+            return f"{self.method}·" + ",".join(f"{a}-{b}→{k}" for a, b, k in self.schedule)
+        return f"{self.method}·{self.depth}"
 
 
 def scheduled(method: str, schedule: Schedule) -> Choice:
@@ -54,7 +54,7 @@ def scheduled(method: str, schedule: Schedule) -> Choice:
 
 
 def parse_choice(text: str) -> Choice:
-    """``mtp:3`` (or ``mtp·3``) → Choice('mtp', 3); ``none`` (or ``none:0``) → the baseline. Raises UsageError."""
+    """``mtp:3`` or ``mtp·3`` → Choice('mtp', 3); ``none`` (or ``none:0``) → the baseline. Raises UsageError."""
     raw = (text or "").strip().lower().replace("·", ":")
     method, _, depth = raw.partition(":")
     if method not in KNOWN_METHODS:

@@ -21,6 +21,7 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from analysis.labels import candidate
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import compare as rescore_compare
 from analysis.rescore import summary as rescore_summary
@@ -276,7 +277,7 @@ params = [
     widgets.p_one("fam", "Model family", dims["family"]),
     widgets.p_one("gpu", "GPU", dims["gpu"]),
     widgets.p_one("default", "What you run today", choices, default="mtp:3" if "mtp:3" in choices else "none",
-                  format_func=lambda c: c.replace(":", "·")),
+                  format_func=lambda c: c.replace(":", "·")),  # shown as mtp·3; the URL keeps mtp:3
     widgets.p_one("workload", "Workload", (AS_ASSIGNED, *dims["workload"]),
                   format_func=lambda w: "as assigned (file, file name or classifier)" if w == AS_ASSIGNED else w),
     widgets.p_one("metric", "Pick winners by", ("output_throughput", "p99_e2e_ms", "goodput"),
@@ -378,7 +379,7 @@ if tid:
             span = f" (95 % interval {ci[0]:+.1f} to {ci[1]:+.1f} %)" if ci[0] is not None else ""
             ranges_ = ", ".join(f"batch {a}–{b}: depth {k}" for a, b, k in svs["scheduled"]["schedule"])
             st.markdown(f"Depth schedule per batch size ({ranges_}): {svs['gain_pct']:+.1f} %{span} vs static "
-                        f"`{svs['static']['method']}:{svs['static']['depth']}` on this shard's loads → "
+                        f"`{candidate(svs['static']['method'], svs['static']['depth'])}` on this shard's loads → "
                         f"**{svs['chosen']}** ({svs['rule']}).")
         st.code(r["deploy"]["command"], language="bash")
         if r["deploy"]["note"]:

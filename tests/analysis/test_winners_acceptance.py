@@ -52,14 +52,14 @@ def test_candidates_carry_acceptance_source_and_suspect_reason(tmp_path: Path) -
     eagle = next(c for c in cell["top3"] if c["method"] == "eagle3")
     assert eagle["acceptance_suspect"].startswith("per-request verify steps sum 200 != /metrics counter delta 230")
     assert len(cell["top3"]) == 2, "the synthetic cost cell is no candidate"
-    assert ranked.height == 2 and [label for label, _ in suspects(ranked)] == ["eagle3:3"]
+    assert ranked.height == 2 and [label for label, _ in suspects(ranked)] == ["eagle3·3"]
 
 
 def test_the_cli_says_why_an_acceptance_is_suspect(tmp_path: Path) -> None:
     db = _store(tmp_path)
     res = cli("analysis", "winners", "--db", str(db))
     assert res.returncode == 0, res.stderr
-    assert "acceptance suspect (eagle3:3): per-request verify steps sum 200 != /metrics counter delta 230" in res.stdout
+    assert "acceptance suspect (eagle3·3): per-request verify steps sum 200 != /metrics counter delta 230" in res.stdout
     doc = json.loads(cli("analysis", "winners", "--db", str(db), "--json").stdout)
     assert {c["method"]: c["acceptance_source"] for c in doc["cells"][0]["top3"]} == {"ngram": "per-request",
                                                                                      "eagle3": "per-request"}
