@@ -23,7 +23,8 @@ METRIC_CHOICES = ("output_throughput", "p99_e2e_ms", "goodput")
 def add_args(p: argparse.ArgumentParser) -> None:
     from ingest.traces import FORMAT_CHOICES, TIMESTAMP_UNITS
 
-    p.add_argument("trace", metavar="TRACE", help="trace file, or a stored trace id (prefix)")
+    p.add_argument("trace", metavar="TRACE",
+                   help="trace file, folder or glob of files (a day per file), or a stored trace id (prefix)")
     p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="file format (default: detected)")
     p.add_argument("--family", action="append", default=[], help="model family (repeatable; default: all)")
     p.add_argument("--gpu", action="append", default=[], help="GPU (repeatable; default: all)")
@@ -44,6 +45,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--map", dest="maps", action="append", default=[], metavar="FIELD=COLUMN",
                    help="generic CSV/JSONL/Parquet: source column of a field (repeatable)")
     p.add_argument("--timestamp-unit", default=None, choices=TIMESTAMP_UNITS)
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="reduce the trace's files as Ray tasks: auto, HOST:PORT or local (docs/cluster.md)")
+    p.add_argument("--ray-files-per-task", type=int, default=0, metavar="N",
+                   help="files per Ray task (default: spread over the cluster's CPUs)")
 
 
 def _options(args: argparse.Namespace):
@@ -62,28 +67,29 @@ def _options(args: argparse.Namespace):
         draft_models=parse_draft_models(args.draft_model))
 
 
-def load_input(args: argparse.Namespace, con):
-    """(frame, meta) from a file (read + classified) or a stored trace."""
+def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
+    """(buckets or frame, meta): a file, folder or glob is reduced to re-scoring buckets in one streaming pass
+    per file (analysis.rescore.reduce; on Ray with --ray); a stored trace id is loaded as a frame."""
+    from analysis.rescore.reduce import ReadSpec, read_buckets, trace_files
     from analysis.rescore.stored import load_trace, looks_like_id
-    from ingest.classify import assign_workloads
-    from ingest.trace_store import trace_id_for
 
     path = Path(args.trace)
-    try:
-        exists = path.exists()
-    except OSError:  # a name the OS refuses (e.g. too long) is no file; it may still be a trace id
-        exists = False
-    if not exists and not looks_like_id(args.trace):
-        raise InputError(path, 0, "no such file (TRACE is neither a file nor a trace id)")
-    if exists:
+    files = trace_files(args.trace)
+    if files is None and not looks_like_id(args.trace):
+        raise InputError(path, 0, "no such file (TRACE is neither a file, a folder, a glob nor a trace id)")
+    if files is not None:
         from ingest.cli.trace import mapping_from_args
-        from ingest.traces import read_trace
 
-        tf = read_trace(path, args.format, mapping_from_args(args.maps, args.timestamp_unit, path), args.workload)
-        frame, assignment = assign_workloads(tf.frame)
-        return frame, {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format,
-                       "file_hash": tf.file_hash, "source": "file", "workload_assignment": assignment,
-                       "dropped": dict(tf.dropped), "warnings": list(tf.warnings)}
+        spec = ReadSpec(args.format, mapping_from_args(args.maps, args.timestamp_unit, files[0]), args.workload,
+                        trace_limits(args))
+        if getattr(args, "ray", None):
+            from analysis.rescore.distributed import ray_map, ray_session
+
+            with ray_session(args.ray):
+                read = read_buckets(args.trace, files, spec, shard_by, ray_map(args.ray_files_per_task))
+            return read.buckets, {**read.meta, "ray": args.ray}
+        read = read_buckets(args.trace, files, spec, shard_by)
+        return read.buckets, read.meta
     frame, meta = load_trace(con, args.trace)
     if args.workload:
         import polars as pl
@@ -100,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     with _open(args) as con:
         dims = _checked(con, family=list(opts.families), gpu=list(opts.gpus))
         opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
-        frame, meta = load_input(args, con)
+        frame, meta = load_input(args, con, opts.shard_by)
         res = rescore(con, frame, opts, meta)
     if not res["recommendations"]:
         raise UsageError("nothing could be scored: the store has no cells for this trace's workloads and loads")
@@ -138,3 +144,9 @@ def _print(res: dict) -> None:
               "throughput left on the table")
     for w in res["warnings"]:
         print(f"warning: {w}")
+
+
+def trace_limits(args: argparse.Namespace):
+    from ingest.traces import DEFAULT_LIMITS
+
+    return DEFAULT_LIMITS
