@@ -45,6 +45,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--map", dest="maps", action="append", default=[], metavar="FIELD=COLUMN",
                    help="generic CSV/JSONL/Parquet: source column of a field (repeatable)")
     p.add_argument("--timestamp-unit", default=None, choices=TIMESTAMP_UNITS)
+    p.add_argument("--max-trace-bytes", default=None, metavar="SIZE",
+                   help="largest trace file read, e.g. 8GiB (default $SPECTUNE_MAX_TRACE_BYTES, else 4GiB)")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="reduce the trace's files as Ray tasks: auto, HOST:PORT or local (docs/cluster.md)")
     p.add_argument("--ray-files-per-task", type=int, default=0, metavar="N",
@@ -147,6 +149,13 @@ def _print(res: dict) -> None:
 
 
 def trace_limits(args: argparse.Namespace):
+    """The trace reader's limits with the file cap from --max-trace-bytes / $SPECTUNE_MAX_TRACE_BYTES (ingest.caps)."""
+    import dataclasses as dc
+
+    from ingest import caps
     from ingest.traces import DEFAULT_LIMITS
 
-    return DEFAULT_LIMITS
+    caps.set_from_flag(caps.TRACE_CAP, getattr(args, "max_trace_bytes", None))
+    value, source = caps.resolve(caps.TRACE_CAP)
+    return dc.replace(DEFAULT_LIMITS, max_file_bytes=value, file_cap_hint=(
+        f" ({source}); raise it with {caps.TRACE_CAP.flag} SIZE or ${caps.TRACE_CAP.env}"))

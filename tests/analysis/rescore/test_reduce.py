@@ -209,3 +209,14 @@ def test_cli_rescores_a_folder_like_the_one_file(default_db: Path, tmp_path: Pat
     one, many = docs
     assert many["trace"]["files"] == 3 and many["trace"]["requests"] == one["trace"]["requests"] == 1200
     assert many["recommendations"] == one["recommendations"] and many["candidates"] == one["candidates"]
+
+
+def test_the_trace_cap_is_a_setting_named_in_the_error(default_db: Path, tmp_path: Path) -> None:
+    path = tmp_path / "AzureLLMInferenceTrace_code.csv"
+    path.write_text(AZ + "\n" + "\n".join(ROWS) + "\n")
+    res = cli("analysis", "rescore", str(path), "--json", db=default_db, env={"SPECTUNE_MAX_TRACE_BYTES": "100"})
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+    assert "more than the 100-byte limit ($SPECTUNE_MAX_TRACE_BYTES); raise it with --max-trace-bytes" in res.stderr
+    res = cli("analysis", "rescore", str(path), "--json", "--max-trace-bytes", "1KiB", db=default_db,
+              env={"SPECTUNE_MAX_TRACE_BYTES": "100"})
+    assert res.returncode == 0, res.stderr
