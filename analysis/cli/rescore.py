@@ -78,7 +78,7 @@ def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
     path = Path(args.trace)
     files = trace_files(args.trace)
     if files is None and not looks_like_id(args.trace):
-        raise InputError(path, 0, "no such file (TRACE is neither a file, a folder, a glob nor a trace id)")
+        raise InputError(path, 0, "no such file, folder or glob (TRACE is neither a file nor a trace id)")
     if files is not None:
         from ingest.cli.trace import mapping_from_args
 

@@ -102,7 +102,8 @@ def trace_files(arg: str) -> list[Path] | None:
         if path.is_dir():
             files = sorted(p for p in path.iterdir() if not p.name.startswith(".") and p.is_file())
             if not files:
-                raise InputError(path, 0, "folder holds no trace files")
+                raise InputError(path, 0, "not a regular file (an empty folder); expected a trace file or a folder "
+                                          "of trace files")
             return files
         if path.exists():
             return [path]
@@ -272,25 +273,32 @@ def _edge(path: Path, spec: ReadSpec, *, first: bool) -> float | None:
     from ingest.traces.lazy import lazy_trace
     from ingest.traces.source import GZIP_MAGIC, HEAD_BYTES, PARQUET_MAGIC, Source
 
+    if not path.is_file():  # a FIFO or a device would block or never end: open_source refuses it later
+        return None
     with path.open("rb") as fh:
         head = fh.read(HEAD_BYTES)
-        if head.startswith(GZIP_MAGIC):
-            return None
         size = path.stat().st_size
+        is_parquet = head.startswith(PARQUET_MAGIC)
+        text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+        # only well-formed text heads (a header line within them, no NUL) are guessed from, and only from
+        # these bytes and the file's last bytes: a guess never reads a hostile file's middle
+        if head.startswith(GZIP_MAGIC) or (not is_parquet and (b"\x00" in head or b"\n" not in text)):
+            return None
         tail = b""
-        if not first and not head.startswith(PARQUET_MAGIC) and size > len(head):
+        if not first and not is_parquet:
             fh.seek(max(0, size - TAIL_BYTES))
-            tail = fh.read()
-    src = Source(path=path, data_path=path, sha256="", size=size, head=head,
-                 is_parquet=head.startswith(PARQUET_MAGIC), has_quote=True, suffix=path.suffix.lower())
+            tail = fh.read(TAIL_BYTES)
+    src = Source(path=path, data_path=path, sha256="", size=size, head=head, is_parquet=is_parquet,
+                 has_quote=True, suffix=path.suffix.lower())
     kind = detect_kind(src, spec.mapping) if spec.fmt == "auto" else spec.fmt
     data = None
-    if tail:
-        header_end = head.find(b"\n")
-        cut = tail.find(b"\n")
-        if header_end < 0 or cut < 0:
-            return None
-        data = head[: header_end + 1] + tail[cut + 1:]
+    if not is_parquet:
+        header_end = len(head) - len(text) + text.find(b"\n")
+        if first:
+            data = head[: head.rfind(b"\n") + 1]
+        else:
+            cut = tail.find(b"\n") if size > len(tail) else -1  # the whole file is in the tail: keep it
+            data = head[: header_end + 1] + tail[cut + 1:] if cut >= 0 or size > len(tail) else tail
     lt = lazy_trace(src, kind, spec.mapping, spec.limits, spec.workload, data=data)
     if lt is None:
         return None
