@@ -75,23 +75,23 @@ def make(workdir: Path, n: int, fmt: str) -> Path:
     return path
 
 
-def _timed_subprocess(argv: list[str]) -> tuple[float, float, str]:
-    """(wall s, peak RSS MB, stdout) of a fresh process."""
+def _timed_subprocess(argv: list[str]) -> tuple[float, float, str, float]:
+    """(wall s, peak RSS MB, stdout, CPU s = user + sys) of a fresh process."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         t0 = time.perf_counter()
-        res = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", tf.name, *argv], cwd=REPO, capture_output=True,
-                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=3600)
+        res = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", tf.name, *argv], cwd=REPO,
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=3600)
         wall = time.perf_counter() - t0
         if res.returncode != 0:
             raise RuntimeError(f"{argv[:4]} exited {res.returncode}: {res.stderr[-800:]}")
-        rss_kb = float(tf.read().strip().splitlines()[-1])
-    return wall, rss_kb / 1024, res.stdout
+        rss_kb, user, sys_s = (float(x) for x in tf.read().strip().splitlines()[-1].split())
+    return wall, rss_kb / 1024, res.stdout, user + sys_s
 
 
 def cli_figures(trace: Path, db: Path, repeats: int, exact: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
     streaming = [sys.executable, "-m", "analysis", "rescore", str(trace), "--db", str(db), "--json"]
     old = [sys.executable, str(Path(__file__).resolve()), "exact", str(trace), str(db)]
-    runs: dict[str, list[tuple[float, float, str]]] = {"cli": [], "cli_exact": []}
+    runs: dict[str, list[tuple[float, float, str, float]]] = {"cli": [], "cli_exact": []}
     for _ in range(repeats):
         runs["cli"].append(_timed_subprocess(streaming))
         if exact:
@@ -99,7 +99,7 @@ def cli_figures(trace: Path, db: Path, repeats: int, exact: bool) -> tuple[dict[
     out = {}
     for key, rs in runs.items():
         if rs:
-            out[key] = figure([r[0] for r in rs], peak_rss_mb=max(r[1] for r in rs),
+            out[key] = figure([r[0] for r in rs], cpu=[r[3] for r in rs], peak_rss_mb=max(r[1] for r in rs),
                               peak_rss_mb_runs=[round(r[1], 1) for r in rs])
     doc = json.loads(runs["cli"][-1][2])
     if exact:
