@@ -192,7 +192,7 @@ def test_a_bad_day_file_is_named_with_its_line(tmp_path: Path) -> None:
 
 
 def test_an_empty_folder_or_pattern_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="not a regular file \(an empty folder\)"):
+    with pytest.raises(InputError, match=r"not a regular file \(an empty folder\)"):
         trace_files(str(tmp_path))
     with pytest.raises(InputError, match="no files match"):
         trace_files(str(tmp_path / "*.csv"))
