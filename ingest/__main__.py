@@ -28,11 +28,21 @@ def _results_args(p: argparse.ArgumentParser) -> None:
                    help="dimension the files lack: method, depth, family, model, workload, gpu, concurrency, "
                         "gpu_count (repeatable)")
     p.add_argument("--baseline", type=Path, default=None, help="Spec-Bench: the vanilla run's output, for speedups")
+    _cap_arg(p)
+
+
+def _cap_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-file-bytes", default=None, metavar="SIZE",
+                   help="largest file read (and export part written), e.g. 2GiB (default $SPECTUNE_MAX_FILE_BYTES, "
+                        "else 1GiB)")
 
 
 def _results(args: argparse.Namespace) -> int:
+    from ingest import caps
     from ingest.results import ReadOptions, read_files
     from ingest.results.dims import parse_sets
+
+    caps.set_from_flag(caps.IMPORT_CAP, args.max_file_bytes)
 
     opts = ReadOptions(overrides=parse_sets(args.sets), baseline=args.baseline)
     parsed = read_files(list(args.files), args.format, opts)  # every file validated before any write
@@ -57,11 +67,14 @@ def _results(args: argparse.Namespace) -> int:
 def _export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", dest="runs", action="append", required=True, metavar="RUN", help="run id (repeatable)")
     p.add_argument("--out", type=Path, required=True, help="folder to write runs/cells/positions/requests.parquet")
+    _cap_arg(p)
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ingest import store
+    from ingest import caps, store
     from ingest.results.spectune_parquet import export_runs
+
+    caps.set_from_flag(caps.IMPORT_CAP, args.max_file_bytes)
 
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out}: exists and is not a folder")

@@ -24,7 +24,8 @@ METRIC_CHOICES = ("output_throughput", "p99_e2e_ms", "goodput")
 def add_args(p: argparse.ArgumentParser) -> None:
     from ingest.traces import FORMAT_CHOICES, TIMESTAMP_UNITS
 
-    p.add_argument("trace", metavar="TRACE", help="trace file, or a stored trace id (prefix)")
+    p.add_argument("trace", metavar="TRACE",
+                   help="trace file, folder or glob of files (a day per file), or a stored trace id (prefix)")
     p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="file format (default: detected)")
     p.add_argument("--family", action="append", default=[], help="model family (repeatable; default: all)")
     p.add_argument("--gpu", action="append", default=[], help="GPU (repeatable; default: all)")
@@ -52,6 +53,12 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--map", dest="maps", action="append", default=[], metavar="FIELD=COLUMN",
                    help="generic CSV/JSONL/Parquet: source column of a field (repeatable)")
     p.add_argument("--timestamp-unit", default=None, choices=TIMESTAMP_UNITS)
+    p.add_argument("--max-trace-bytes", default=None, metavar="SIZE",
+                   help="largest trace file read, e.g. 8GiB (default $SPECTUNE_MAX_TRACE_BYTES, else 4GiB)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="reduce the trace's files as Ray tasks: auto, HOST:PORT or local (docs/cluster.md)")
+    p.add_argument("--ray-files-per-task", type=int, default=0, metavar="N",
+                   help="files per Ray task (default: spread over the cluster's CPUs)")
 
 
 def _options(args: argparse.Namespace):
@@ -70,8 +77,10 @@ def _options(args: argparse.Namespace):
         draft_models=parse_draft_models(args.draft_model))
 
 
-def load_input(args: argparse.Namespace, con):
-    """(frame, meta) from a file (read + classified) or a stored trace."""
+def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
+    """(buckets or frame, meta): a file, folder or glob is reduced to re-scoring buckets in one streaming pass
+    per file (analysis.rescore.reduce; on Ray with --ray); a stored trace id is loaded as a frame."""
+    from analysis.rescore.reduce import STREAMED_SHARDS, ReadSpec, read_buckets, trace_files
     from analysis.rescore.stored import load_trace, looks_like_id
     from analysis.rescore.workload import assign_file, assign_stored, normalise_selector
     from ingest.trace_store import trace_id_for
@@ -79,25 +88,38 @@ def load_input(args: argparse.Namespace, con):
     selector = normalise_selector(args.workload)
 
     path = Path(args.trace)
-    try:
-        exists = path.exists()
-    except OSError:  # a name the OS refuses (e.g. too long) is no file; it may still be a trace id
-        exists = False
-    if not exists and not looks_like_id(args.trace):
-        raise InputError(path, 0, "no such file (TRACE is neither a file nor a trace id)")
-    if exists:
+    files = trace_files(args.trace)
+    if files is None and not looks_like_id(args.trace):
+        raise InputError(path, 0, "no such file, folder or glob (TRACE is neither a file nor a trace id)")
+    if files is not None:
         from ingest.cli.trace import mapping_from_args
-        from ingest.traces import read_trace
 
-        tf = read_trace(path, args.format, mapping_from_args(args.maps, args.timestamp_unit, path), None)
-        frame, source = assign_file(tf.frame, tf.format, tf.name, selector)
-        assignment = {"given": source.counts.get("file", 0) + source.counts.get("file name", 0)
-                      + source.counts.get("selector", 0), "classifier": source.counts.get("classifier", 0),
-                      "unknown": source.counts.get("unknown", 0)}
-        return frame, {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format,
-                       "file_hash": tf.file_hash, "source": "file", "workload_assignment": assignment,
-                       "workload_source": source.as_dict(), "dropped": dict(tf.dropped),
-                       "warnings": list(tf.warnings)}
+        if shard_by not in STREAMED_SHARDS:  # output length / hour: per-request values, so the exact reader
+            if len(files) > 1 or getattr(args, "ray", None):
+                raise UsageError(f"--shard-by {shard_by} works on one trace file (it needs every request's own "
+                                 "values); for a folder, glob or --ray use workload, column or none")
+            from ingest.traces import read_trace
+
+            tf = read_trace(files[0], args.format, mapping_from_args(args.maps, args.timestamp_unit, files[0]), None,
+                            limits=trace_limits(args))
+            frame, source = assign_file(tf.frame, tf.format, tf.name, selector)
+            assignment = {"given": source.counts.get("file", 0) + source.counts.get("file name", 0)
+                          + source.counts.get("selector", 0), "classifier": source.counts.get("classifier", 0),
+                          "unknown": source.counts.get("unknown", 0)}
+            return frame, {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format,
+                           "file_hash": tf.file_hash, "source": "file", "workload_assignment": assignment,
+                           "workload_source": source.as_dict(), "dropped": dict(tf.dropped),
+                           "warnings": list(tf.warnings)}
+        spec = ReadSpec(args.format, mapping_from_args(args.maps, args.timestamp_unit, files[0]), selector,
+                        trace_limits(args))
+        if getattr(args, "ray", None):
+            from analysis.rescore.distributed import ray_map, ray_session
+
+            with ray_session(args.ray):
+                read = read_buckets(args.trace, files, spec, shard_by, ray_map(args.ray_files_per_task))
+            return read.buckets, {**read.meta, "ray": args.ray}
+        read = read_buckets(args.trace, files, spec, shard_by)
+        return read.buckets, read.meta
     frame, meta = load_trace(con, args.trace)
     frame, source = assign_stored(frame, meta, selector)
     return frame, {**meta, "workload_source": source.as_dict()}
@@ -111,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     with _open(args) as con:
         dims = _checked(con, family=list(opts.families), gpu=list(opts.gpus))
         opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
-        frame, meta = load_input(args, con)
+        frame, meta = load_input(args, con, opts.shard_by)
         res = rescore(con, frame, opts, meta)
     if not res["recommendations"]:
         raise UsageError("nothing could be scored: the store has no cells for this trace's workloads and loads")
@@ -157,3 +179,16 @@ def _print(res: dict) -> None:
               "throughput left on the table")
     for w in res["warnings"]:
         print(f"warning: {w}")
+
+
+def trace_limits(args: argparse.Namespace):
+    """The trace reader's limits with the file cap from --max-trace-bytes / $SPECTUNE_MAX_TRACE_BYTES (ingest.caps)."""
+    import dataclasses as dc
+
+    from ingest import caps
+    from ingest.traces import DEFAULT_LIMITS
+
+    caps.set_from_flag(caps.TRACE_CAP, getattr(args, "max_trace_bytes", None))
+    value, source = caps.resolve(caps.TRACE_CAP)
+    return dc.replace(DEFAULT_LIMITS, max_file_bytes=value, file_cap_hint=(
+        f" ({source}); raise it with {caps.TRACE_CAP.flag} SIZE or ${caps.TRACE_CAP.env}"))

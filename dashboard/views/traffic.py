@@ -110,7 +110,9 @@ def _spooled(up, progress: Callable[[float], None] | None = None) -> Iterator[Pa
         with path.open("wb") as fh:
             while block := up.read(1 << 22):
                 if fh.tell() + len(block) > cap:
-                    raise InputError(Path(_safe_name(up.name)), 0, f"upload is over the {MAX_UPLOAD_MB} MB limit")
+                    raise InputError(Path(_safe_name(up.name)), 0, f"upload is over the {MAX_UPLOAD_MB} MB limit "
+                                     "(the page's cap: $SPECTUNE_MAX_UPLOAD_MB, at most the server's "
+                                     "maxUploadSize in .streamlit/config.toml)")
                 fh.write(block)
                 if progress is not None:
                     progress(fh.tell() / max(up.size, 1))

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ingest import caps
+from ingest.caps import IMPORT_CAP
 from ingest.errors import InputError
 from ingest.filecheck import regular_file_size
 
-MAX_BYTES = 1 << 30  # 1 GiB: a detailed `vllm bench serve` file of 100k requests is ~0.5 GB
+MAX_BYTES = IMPORT_CAP.default  # 1 GiB by default: a detailed `vllm bench serve` file of 100k requests is ~0.5 GB
 MAX_DEPTH_ERROR = "nesting too deep"
 _SPACE = re.compile(r"[ \t\r\n]*")
 
@@ -44,11 +46,14 @@ def line_at(text: str, offset: int) -> int:
     return text.count("\n", 0, max(0, offset)) + 1
 
 
-def check_size(path: Path, limit: int = MAX_BYTES) -> int:
+def check_size(path: Path, limit: int | None = None) -> int:
+    """The file's size, refused over ``limit`` (None: the import cap setting, ingest.caps, named in the error)."""
+    if limit is None:
+        return regular_file_size(path, caps.limit(IMPORT_CAP), over=caps.over_message(IMPORT_CAP))
     return regular_file_size(path, limit, over="over the {limit}-byte import limit")
 
 
-def read_text(path: Path, limit: int = MAX_BYTES) -> str:
+def read_text(path: Path, limit: int | None = None) -> str:
     """The file as text: UTF-8 (BOM stripped), no NUL bytes, not empty."""
     check_size(path, limit)
     data = path.read_bytes()

@@ -36,13 +36,27 @@ MAGIC = b"PAR1"
 def folder_of(path: Path) -> Path | None:
     """The export folder ``path`` names (the folder itself, or one of its table files), if it is one."""
     folder = path if path.is_dir() else path.parent
-    return folder if (folder / "cells.parquet").is_file() else None
+    return folder if table_files(folder, "cells") else None
+
+
+def table_files(folder: Path, name: str) -> list[Path]:
+    """The files of one table: ``NAME.parquet``, or its parts ``NAME.part-00000.parquet`` … (an export splits a
+    table larger than the import cap, ingest.caps, so that every file imports back under it)."""
+    whole = folder / f"{name}.parquet"
+    if whole.exists():
+        return [whole]
+    return sorted(folder.glob(f"{name}.part-[0-9][0-9][0-9][0-9][0-9].parquet"))
 
 
 def _read_table(folder: Path, name: str) -> pl.DataFrame | None:
-    path = folder / f"{name}.parquet"
-    if not path.exists():
+    files = table_files(folder, name)
+    if not files:
         return None
+    frames = [_read_file(path, name) for path in files]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical_relaxed")
+
+
+def _read_file(path: Path, name: str) -> pl.DataFrame:
     check_size(path)
     with open(path, "rb") as fh:
         head = fh.read(4)
@@ -93,9 +107,9 @@ def _check(folder: Path, tables: dict[str, pl.DataFrame]) -> None:
 def folder_hash(folder: Path) -> str:
     h = hashlib.sha256()
     for name in TABLES:
-        path = folder / f"{name}.parquet"
-        if path.exists():
-            h.update(f"{name}:{sha256_file(path)}\n".encode())
+        for path in table_files(folder, name):  # a whole table hashes as before; parts by name and content
+            key = name if path.name == f"{name}.parquet" else path.name
+            h.update(f"{key}:{sha256_file(path)}\n".encode())
     return h.hexdigest()
 
 
@@ -138,8 +152,40 @@ def export_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str], out: Path) -
         raise UsageError(f"no such run: {', '.join(missing)}")
     out.mkdir(parents=True, exist_ok=True)
     tables = store.export_tables(con, run_ids)
-    rows = {}
+    rows, parts = {}, {}
     for name in TABLES:
-        tables[name].write_parquet(out / f"{name}.parquet", compression="zstd")
+        parts[name] = write_table(tables[name], out, name)
         rows[name] = tables[name].height
-    return {"out": str(out), "runs": run_ids, "rows": rows}
+    return {"out": str(out), "runs": run_ids, "rows": rows, "files": parts}
+
+
+def write_table(frame: pl.DataFrame, out: Path, name: str) -> int:
+    """Write one table as ``NAME.parquet``, or as parts when that file would be over the import cap in force
+    (each part at most half the cap by rows, re-split until every part fits); returns the number of files."""
+    from ingest import caps
+
+    cap = caps.limit(caps.IMPORT_CAP)
+    for stale in [out / f"{name}.parquet", *out.glob(f"{name}.part-*.parquet")]:
+        stale.unlink(missing_ok=True)
+    whole = out / f"{name}.parquet"
+    frame.write_parquet(whole, compression="zstd")
+    size = whole.stat().st_size
+    if size <= cap:
+        return 1
+    whole.unlink()
+    n = max(2, -(-size // max(1, cap // 2)))
+    while True:
+        per = max(1, -(-frame.height // n))
+        paths = []
+        for i, start in enumerate(range(0, max(frame.height, 1), per)):
+            path = out / f"{name}.part-{i:05d}.parquet"
+            frame.slice(start, per).write_parquet(path, compression="zstd")
+            paths.append(path)
+        if all(p.stat().st_size <= cap for p in paths):
+            return len(paths)
+        for p in paths:
+            p.unlink()
+        if per == 1:
+            raise UsageError(f"one {name} row is over the {cap}-byte import limit; raise it with --max-file-bytes SIZE "
+                         "or $SPECTUNE_MAX_FILE_BYTES")
+        n *= 2

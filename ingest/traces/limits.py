@@ -27,6 +27,7 @@ class Limits:
     max_backwards_s: float = 3600.0  # arrivals may be out of order by this much; more is an error
     warn_span_s: float = 366 * 86_400.0  # first to last arrival: longer is a wrong unit or garbage (a warning)
     default_output_tokens: int = 256  # vLLM's --custom-output-len / --spec-bench-output-len default
+    file_cap_hint: str = ""  # appended to the over-size error: which setting holds max_file_bytes (ingest.caps)
 
 
 DEFAULT_LIMITS = Limits()

@@ -62,6 +62,20 @@ FORMAT_CHOICES: tuple[str, ...] = ("auto", *FORMATS)
 NAME_HINTS: dict[str, Callable[[str], str | None]] = {"azure": azure_workload, "mooncake": mooncake_workload}
 
 
+def check_request(path: Path, fmt: str, mapping: TraceMapping | None, workload: str | None) -> bool | None:
+    """The checks on the arguments of a read (before any byte is read); returns what to expect of the
+    file: Parquet (True), not Parquet (False) or either (None). Shared with the streaming reader."""
+    if fmt not in FORMAT_CHOICES:
+        raise InputError(path, 0, f"unknown format {fmt!r}; expected one of {', '.join(FORMAT_CHOICES)}")
+    if fmt != "auto" and mapping is not None and not FORMATS[fmt].takes_mapping:
+        raise InputError(path, 0, f"format {fmt} has fixed columns; a column mapping applies to csv, jsonl, parquet")
+    if workload is not None and (not workload.strip() or len(workload) > 64):
+        raise InputError(path, 0, "workload must be a non-empty label of at most 64 characters")
+    if fmt == "auto" and path.suffix.lower() == ".parquet":
+        return True
+    return None if fmt == "auto" else fmt == "parquet"
+
+
 def read_trace(
     path: str | Path,
     fmt: str = "auto",
@@ -78,15 +92,7 @@ def read_trace(
     unlabelled. Raises :class:`InputError` for any bad input.
     """
     path = Path(path)
-    if fmt not in FORMAT_CHOICES:
-        raise InputError(path, 0, f"unknown format {fmt!r}; expected one of {', '.join(FORMAT_CHOICES)}")
-    if fmt != "auto" and mapping is not None and not FORMATS[fmt].takes_mapping:
-        raise InputError(path, 0, f"format {fmt} has fixed columns; a column mapping applies to csv, jsonl, parquet")
-    if workload is not None and (not workload.strip() or len(workload) > 64):
-        raise InputError(path, 0, "workload must be a non-empty label of at most 64 characters")
-    want_parquet = None if fmt == "auto" else fmt == "parquet"
-    if fmt == "auto" and path.suffix.lower() == ".parquet":
-        want_parquet = True
+    want_parquet = check_request(path, fmt, mapping, workload)
     with open_source(path, limits, want_parquet) as src:
         kind = detect_kind(src, mapping) if fmt == "auto" else fmt
         if kind != "sharegpt":  # only the ShareGPT document reader copes with unbounded lines

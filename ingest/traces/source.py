@@ -213,7 +213,8 @@ def _inflate(path: Path, out: Path, limits: Limits) -> None:
 def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = None) -> Iterator[Source]:
     """Pre-scan ``path``; ``want_parquet`` True/False forces that kind (None: decide by magic bytes)."""
     path = Path(path)
-    size = regular_file_size(path, limits.max_file_bytes)
+    size = regular_file_size(path, limits.max_file_bytes,
+                             over="more than the {limit:,}-byte limit" + limits.file_cap_hint.replace("{", "{{"))
     if size == 0:
         raise InputError(path, 0, "file is empty; expected a trace")
     with path.open("rb") as fh:

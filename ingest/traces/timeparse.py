@@ -26,30 +26,50 @@ def _c(name: str) -> pl.Expr:
     return pl.col(_P + name)
 
 
-def _fast(col: pl.Series) -> pl.Series:
-    """Epoch seconds for rows laid out like the first value (naive, ``Z`` or ``+00:00``); else null."""
-    first = col.drop_nulls().head(1).to_list()
-    sample = first[0] if first else ""
-    b = pl.col("t")
+def fast_datetime_expr(text: pl.Expr, sample: str) -> pl.Expr:
+    """Epoch seconds of ``text`` for rows laid out like ``sample`` (naive, ``Z`` or ``+00:00``); else null.
+
+    One expression, so the streaming trace reader (ingest.traces.lazy) parses timestamps exactly as
+    :func:`datetime_seconds` does, in the same pass that reads them."""
+    b = text
     for suffix in ("+00:00", "Z"):  # strip the UTC marker only when the file uses one
         if sample.endswith(suffix):
             b = b.str.strip_suffix(suffix)
     sep = "T" if sample[10:11] == "T" else " "
-    lf = pl.DataFrame({"t": col}).lazy().with_columns(b.alias("b"))
-    b, n = pl.col("b"), pl.col("b").str.len_bytes()
-    frame = lf.select(
-        b.str.slice(0, 16)
-        .str.to_datetime(f"%Y-%m-%d{sep}%H:%M", strict=False, cache=True, time_unit="us")  # few distinct values
-        .dt.epoch("s")
-        .alias("m"),
-        (b.str.slice(16, 1) == ":").alias("colon"),
-        b.str.slice(17, 2).cast(pl.UInt8, strict=False).alias("si"),
-        b.str.slice(17).cast(pl.Float64, strict=False).alias("ss"),
-        ((n == 19) | ((n > 20) & (n <= 29) & (b.str.slice(19, 1) == ".")
-                      & b.str.slice(20).cast(pl.UInt64, strict=False).is_not_null())).alias("shape"),
-    )
-    ok = pl.col("colon") & (pl.col("si") <= 60) & (pl.col("ss") < 61.0) & pl.col("shape") & pl.col("m").is_not_null()
-    return frame.select(pl.when(ok).then(pl.col("m").cast(pl.Float64) + pl.col("ss"))).collect().to_series()
+    n = b.str.len_bytes()
+    minute = (b.str.slice(0, 16)
+              .str.to_datetime(f"%Y-%m-%d{sep}%H:%M", strict=False, cache=True, time_unit="us")  # few distinct
+              .dt.epoch("s"))
+    ss = b.str.slice(17).cast(pl.Float64, strict=False)
+    ok = ((b.str.slice(16, 1) == ":") & (b.str.slice(17, 2).cast(pl.UInt8, strict=False) <= 60) & (ss < 61.0)
+          & ((n == 19) | ((n > 20) & (n <= 29) & (b.str.slice(19, 1) == ".")
+                          & b.str.slice(20).cast(pl.UInt64, strict=False).is_not_null()))
+          & minute.is_not_null())
+    return pl.when(ok).then(minute.cast(pl.Float64) + ss)
+
+
+def strict_datetime_expr(text: pl.Expr, sample: str) -> pl.Expr:
+    """Epoch seconds for rows of exactly the common layout ``YYYY-MM-DD HH:MM:SS[.f{1,9}]`` (after the
+    sample's UTC marker), else null: a subset of what :func:`fast_datetime_expr` accepts, with the same
+    value (``epoch minute + float(seconds text)``), checked by one regex instead of five slices. The
+    streaming reader uses it; a row it rejects makes that reader defer to the exact one."""
+    b = text
+    for suffix in ("+00:00", "Z"):
+        if sample.endswith(suffix):
+            b = b.str.strip_suffix(suffix)
+    sep = "T" if sample[10:11] == "T" else " "
+    minute = (b.str.slice(0, 16)
+              .str.to_datetime(f"%Y-%m-%d{sep}%H:%M", strict=False, cache=True, time_unit="us").dt.epoch("s"))
+    shape = b.str.contains(r"^\d{4}-\d\d-\d\d" + sep + r"\d\d:\d\d:[0-5]\d(?:\.\d{1,9})?$")
+    return pl.when(shape & minute.is_not_null()).then(minute.cast(pl.Float64)
+                                                      + b.str.slice(17).cast(pl.Float64, strict=False))
+
+
+def _fast(col: pl.Series) -> pl.Series:
+    """Epoch seconds for rows laid out like the first value (naive, ``Z`` or ``+00:00``); else null."""
+    first = col.drop_nulls().head(1).to_list()
+    sample = first[0] if first else ""
+    return pl.DataFrame({"t": col}).lazy().select(fast_datetime_expr(pl.col("t"), sample)).collect().to_series()
 
 
 def datetime_seconds(col: pl.Series) -> pl.Series:

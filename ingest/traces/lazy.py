@@ -1,0 +1,295 @@
+"""The streaming trace reader: a pre-scanned file as one lazy polars query that validates as it reads.
+
+Owns the per-request expressions of the streaming path. For the formats whose rows are plain columns
+(Azure, BurstGPT, generic CSV and generic Parquet without prompt text) :func:`lazy_trace` builds a
+``pl.LazyFrame`` that reads only the needed columns and computes, per request, the very values
+:mod:`ingest.traces.normalise` would (same checks, same casts, timestamps parsed once with the file's
+known layout by :func:`ingest.traces.timeparse.fast_datetime_expr`) plus a ``bad`` flag that is true
+where any of those checks fails. Nothing is collected here: the caller aggregates the frame in the
+streaming engine (analysis.rescore.reduce), so memory follows the aggregates, not the requests.
+
+The flag only has to be *safe*: when any row is flagged, the caller reads the file again with the exact
+reader (:func:`ingest.traces.read_trace`), which names the file, the line and the problem — so every
+error message is the exact reader's, and a clean file's numbers are the exact reader's numbers.
+Files this path does not cover (JSON formats, prompt text to classify or count, ``.gz``, an unresolved
+``auto`` timestamp unit) return ``None`` and take the exact reader.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import polars as pl
+
+from ingest.traces.checks import LABEL_FORBIDDEN, MAX_ABS_SECONDS, MAX_LABEL_CHARS, UNIT_SCALE
+from ingest.traces.csvread import CsvHeader, read_header
+from ingest.traces.generic import resolve_mapping
+from ingest.traces.limits import Limits
+from ingest.traces.mapping import AUTO_UNIT, TraceMapping
+from ingest.traces.normalise import COUNTER_LIMIT_FACTOR
+from ingest.traces.source import Source
+from ingest.traces.timeparse import fast_datetime_expr, parse_datetime_seconds, strict_datetime_expr
+
+STREAMABLE = frozenset({"azure", "burstgpt", "csv", "parquet"})
+FIXED = {  # format -> (columns, timestamp unit); both required by the format
+    "azure": ({"timestamp": "TIMESTAMP", "input_tokens": "ContextTokens", "output_tokens": "GeneratedTokens"},
+              "datetime"),
+    "burstgpt": ({"timestamp": "Timestamp", "input_tokens": "Request tokens", "output_tokens": "Response tokens",
+                  "shard": "Model"}, "s"),
+}
+COLUMNS = ("ts", "input_tokens", "output_tokens", "workload", "shard", "drafted_tokens", "accepted_tokens",
+           "ts_missing", "bad")
+
+
+@dataclass(frozen=True, slots=True)
+class LazyTrace:
+    """One file as a lazy query: ``frame`` has :data:`COLUMNS` (``ts``: raw epoch-ish seconds, not rebased)."""
+
+    frame: pl.LazyFrame
+    format: str
+    timestamp_required: bool
+    has_timestamp_column: bool
+    text_datetime: bool = False  # timestamps are date-time text (the general parser may accept more rows)
+
+
+# Each check runs in two steps so that no value is parsed twice: ``first`` computes the parsed columns
+# (named ``__<field>_<part>``) from the raw text once, ``then`` reads only those columns.
+Step = tuple[dict[str, pl.Expr], pl.Expr, pl.Expr]  # (first columns, value, bad)
+
+
+def _parts(fld: str, part: str) -> str:
+    return f"__{fld}_{part}"
+
+
+def _missing_and_number(fld: str, dtype: pl.DataType, whole: bool = False) -> dict[str, pl.Expr]:
+    """Missing flag and number; ``whole``: text must be a plain integer (anything else — spaces, ``12.0`` —
+    comes out null and flags the row, so the exact reader, which accepts those, decides the file)."""
+    c = pl.col(fld)
+    if dtype == pl.String and whole:
+        return {_parts(fld, "miss"): c.is_null() | (c == ""), _parts(fld, "num"): c.cast(pl.Int64, strict=False)}
+    if dtype == pl.String:
+        text = c.str.strip_chars()
+        return {_parts(fld, "miss"): text.is_null() | (text == ""), _parts(fld, "num"): text.cast(pl.Float64,
+                                                                                                    strict=False)}
+    return {_parts(fld, "miss"): c.is_null(), _parts(fld, "num"): c.cast(pl.Float64)}
+
+
+def _count(fld: str, dtype: pl.DataType, *, required: bool, limit: int) -> Step:
+    """(Int64 value, bad) as ingest.traces.checks.check_counts decides."""
+    first = _missing_and_number(fld, dtype, whole=True)
+    missing, num = pl.col(_parts(fld, "miss")), pl.col(_parts(fld, "num"))
+    if dtype == pl.String:  # an Int64 already
+        bad = (missing & required) | (~missing & (num.is_null() | (num < 0) | (num > limit)))
+        return first, num, bad.fill_null(False)
+    bad = (missing & required) | (~missing & (num.is_null() | num.is_nan() | (num < 0) | (num != num.floor())
+                                              | (num > limit)))
+    return first, num.cast(pl.Int64), bad.fill_null(False)
+
+
+def _label(fld: str, dtype: pl.DataType, *, lower: bool) -> Step:
+    """(label, bad) as checks.check_labels decides."""
+    c = pl.col(fld)
+    if dtype.is_numeric() or dtype == pl.Boolean or dtype == pl.Null:
+        c = c.cast(pl.String)
+    elif dtype != pl.String:
+        return {}, pl.lit(None, pl.String), pl.lit(True)
+    text = c.str.strip_chars()
+    first = {_parts(fld, "text"): pl.when(text != "").then(text)}
+    text = pl.col(_parts(fld, "text"))
+    bad = (text.str.len_chars() > MAX_LABEL_CHARS) | text.str.contains(LABEL_FORBIDDEN)
+    return first, (text.str.to_lowercase() if lower else text), bad.fill_null(False)
+
+
+def _timestamp(fld: str, dtype: pl.DataType, unit: str, sample: str | None, general: bool
+               ) -> tuple[dict[str, pl.Expr], pl.Expr, pl.Expr, pl.Expr]:
+    """(first columns, seconds, missing, bad) as checks.check_timestamps decides (its all-missing case is the
+    caller's)."""
+    c = pl.col(fld)
+    secs_col, miss_col = _parts(fld, "secs"), _parts(fld, "miss")
+    if unit == "datetime":
+        if dtype == pl.String:
+            secs = strict_datetime_expr(c, sample or "")
+            missing = c.is_null() | (c == "")  # "  " is missing to the exact reader: flagged here, it decides
+            if general:  # the exact reader's own parsers, on the rows the common layout rejects
+                secs = pl.coalesce(secs, fast_datetime_expr(c, sample or ""), pl.col("__general"))
+                text = c.str.strip_chars()
+                missing = text.is_null() | (text == "")
+            first = {miss_col: missing, secs_col: secs}
+            bad = ~pl.col(miss_col) & pl.col(secs_col).is_null()
+        elif isinstance(dtype, pl.Datetime):
+            first, bad = {miss_col: c.is_null(), secs_col: c.dt.epoch("us").cast(pl.Float64) / 1e6}, pl.lit(False)
+        elif dtype == pl.Date:
+            first, bad = ({miss_col: c.is_null(), secs_col: c.cast(pl.Int64).cast(pl.Float64) * 86400.0},
+                          pl.lit(False))
+        else:
+            return {}, pl.lit(None, pl.Float64), pl.lit(True), pl.lit(True)
+    else:
+        if not (dtype == pl.String or dtype.is_numeric() or dtype == pl.Null):
+            return {}, pl.lit(None, pl.Float64), pl.lit(True), pl.lit(True)
+        parts = _missing_and_number(fld, dtype)
+        num = pl.col(_parts(fld, "num"))
+        first = {miss_col: parts[_parts(fld, "miss")], _parts(fld, "num"): parts[_parts(fld, "num")]}
+        bad = ~pl.col(miss_col) & (num.is_null() | num.is_nan() | num.is_infinite())
+        first_secs = num * UNIT_SCALE[unit]
+        return first, first_secs, pl.col(miss_col), (bad | (~pl.col(miss_col) & (first_secs.abs() > MAX_ABS_SECONDS))
+                                                     ).fill_null(False)
+    secs, missing = pl.col(secs_col), pl.col(miss_col)
+    bad = bad | (~missing & (secs.abs() > MAX_ABS_SECONDS))
+    return first, secs, missing, bad.fill_null(False)
+
+
+def _sample(lf: pl.LazyFrame, col: pl.Expr) -> str | None:
+    """The first non-null value of a text column (what the exact reader keys its fast layout on)."""
+    got = lf.select(col).filter(col.is_not_null()).head(1).collect()
+    value = got.item() if got.height else None
+    return value if isinstance(value, str) else None
+
+
+def _resolved_unit(lf: pl.LazyFrame, col: pl.Expr, dtype: pl.DataType) -> str | None:
+    """A bare ``timestamp`` column's unit, as checks.resolve_auto_unit decides (None: the exact reader's error)."""
+    from ingest.traces.timeparse import datetime_seconds
+
+    if isinstance(dtype, pl.Datetime | pl.Date):
+        return "datetime"
+    if dtype != pl.String:
+        return None
+    first = _sample(lf, col)
+    if first is None:
+        return None
+    return "datetime" if datetime_seconds(pl.Series([first]))[0] is not None else None
+
+
+def lazy_trace(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, workload: str | None,
+               *, general_timestamps: bool = False, data: bytes | None = None) -> LazyTrace | None:
+    """The file as a validating lazy query, or None when only the exact reader can read it.
+
+    ``workload`` is the per-file choice (``--workload`` or the format's file-name hint) that fills
+    unlabelled rows. ``general_timestamps`` also tries the general date-time parser on rows the file's
+    own layout rejects (a second, rarer pass: the exact reader does the same). ``data``: CSV bytes to read
+    instead of the file (a guess at a file's time span from its last lines)."""
+    if kind not in STREAMABLE or src.data_path != src.path:  # .gz: inflated copies take the exact reader
+        return None
+    try:
+        if kind == "parquet":
+            return _parquet(src, mapping, limits, workload, general_timestamps)
+        return _csv(src, kind, mapping, limits, workload, general_timestamps, data)
+    except (pl.exceptions.PolarsError, OSError):
+        return None
+
+
+def _csv(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, workload: str | None,
+         general: bool, data: bytes | None = None) -> LazyTrace | None:
+    header = read_header(src)
+    if kind in FIXED:
+        wanted, unit = FIXED[kind]
+        required_ts, default_output = True, False
+    else:
+        m = resolve_mapping(src, header.names, mapping, header.line)
+        wanted, unit, required_ts, default_output = m.columns(), m.timestamp_unit, False, m.input_tokens is None
+    if "prompt" in wanted or default_output:
+        return None
+    idx = _indices(header, wanted)
+    if idx is None:
+        return None
+    lf = pl.scan_csv(io.BytesIO(data) if data is not None else src.data_path, infer_schema=False, has_header=True,
+                     glob=False, quote_char='"')
+    picks = [pl.nth(i).alias(fld) for fld, i in idx.items()]
+    first = None
+    if 0 not in idx.values():
+        picks.append(pl.nth(0).alias("__first"))
+        first = "__first"
+    lf = lf.select(*picks)
+    fields = list(idx)
+    first = first or fields[0]
+    rest = [f for f in fields if f != first]
+    # A blank line is a row of nulls (whitespace in the first field): dropped, as csvread drops it.
+    blank = pl.all_horizontal([pl.col(c).is_null() for c in rest] or [pl.lit(True)]) & (
+        pl.col(first).str.strip_chars().fill_null("") == "")
+    lf = lf.filter(~blank)
+    schema = {f: pl.String() for f in fields}
+    return _finish(lf, schema, kind, unit, required_ts, limits, workload, general)
+
+
+def _indices(header: CsvHeader, wanted: dict[str, str]) -> dict[str, int] | None:
+    found = {}
+    for fld, name in wanted.items():
+        i = header.find(name)
+        if i is None:
+            return None  # the exact reader names the missing column on the header line
+        found[fld] = i
+    return found
+
+
+def _parquet(src: Source, mapping: TraceMapping | None, limits: Limits, workload: str | None,
+             general: bool) -> LazyTrace | None:
+    from ingest.traces.parquet import _type_problem
+
+    lf = pl.scan_parquet(src.data_path, glob=False)
+    schema = lf.collect_schema()
+    m = resolve_mapping(src, schema.names(), mapping, 0)
+    if m.prompt is not None or m.input_tokens is None:
+        return None
+    picks, types = [], {}
+    for fld, col in m.columns().items():
+        if col not in schema or _type_problem(fld, schema[col], m.timestamp_unit) is not None:
+            return None
+        expr, dtype = pl.col(col), schema[col]
+        if isinstance(dtype, pl.Categorical | pl.Enum):
+            expr, dtype = expr.cast(pl.String), pl.String()
+        picks.append(expr.alias(fld))
+        types[fld] = dtype
+    return _finish(lf.select(*picks), types, "parquet", m.timestamp_unit, False, limits, workload, general)
+
+
+def _finish(lf: pl.LazyFrame, types: dict[str, pl.DataType], kind: str, unit: str, required_ts: bool,
+            limits: Limits, workload: str | None, general: bool) -> LazyTrace | None:
+    limit = limits.max_tokens_per_request
+    first: dict[str, pl.Expr] = {}
+    out: dict[str, pl.Expr] = {}
+    bads: list[pl.Expr] = []
+
+    def add(name: str, step: Step) -> None:
+        cols, value, bad = step
+        first.update(cols)
+        out[name] = value
+        bads.append(bad)
+
+    for fld in ("input_tokens", "output_tokens"):
+        if fld not in types:
+            return None
+        add(fld, _count(fld, types[fld], required=True, limit=limit))
+    ts_missing: pl.Expr = pl.lit(True)
+    sample = None
+    if "timestamp" in types:
+        if unit == AUTO_UNIT:
+            unit = _resolved_unit(lf, pl.col("timestamp"), types["timestamp"]) or ""
+            if not unit:
+                return None
+        sample = _sample(lf, pl.col("timestamp")) if unit == "datetime" and types["timestamp"] == pl.String else None
+        if general and sample is not None:
+            lf = parse_datetime_seconds(lf, "timestamp", "__general")
+        cols, secs, ts_missing, bad = _timestamp("timestamp", types["timestamp"], unit, sample, general)
+        first.update(cols)
+        out["ts"] = secs
+        bads.append(bad)
+    else:
+        out["ts"] = pl.lit(None, pl.Float64)
+    for fld in ("workload", "shard"):
+        if fld in types:
+            add(fld, _label(fld, types[fld], lower=fld == "workload"))
+        else:
+            out[fld] = pl.lit(None, pl.String)
+    if workload is not None:
+        out["workload"] = out["workload"].fill_null(pl.lit(workload.strip().lower()))
+    for fld in ("drafted_tokens", "accepted_tokens"):
+        if fld in types:
+            add(fld, _count(fld, types[fld], required=False, limit=limit * COUNTER_LIMIT_FACTOR))
+        else:
+            out[fld] = pl.lit(None, pl.Int64)
+    frame = lf.with_columns(**first).select(*(e.alias(k) for k, e in out.items()), ts_missing.alias("ts_missing"),
+                                            pl.any_horizontal(bads).alias("bad"))
+    # checked on the parsed counters, as normalise does
+    frame = frame.with_columns(pl.col("bad") | (pl.col("accepted_tokens") > pl.col("drafted_tokens")).fill_null(False))
+    return LazyTrace(frame=frame.select(COLUMNS), format=kind, timestamp_required=required_ts,
+                     has_timestamp_column="timestamp" in types, text_datetime=sample is not None)
