@@ -24,13 +24,31 @@ EDGE_LABEL = "edge of grid"  # heatmap text under a winner at the deepest/shallo
 TIE_SLOTS = 8  # a tie cell is hatched: stripes cycling through the tied methods, every other one lighter
 
 
+# Streamlit's chart theme drops colliding axis labels (labelOverlap) and cuts them at 100 px: on an axis whose
+# labels name rows (candidates, families) every row keeps its label, and each row gets the room for one.
+ROW_H = 20  # px per candidate row (labels at 12 px)
+ROW_H_BOX = 34  # px per box-plot row
+LABEL_LIMIT = 320  # px: the longest candidate label ("draft_model·16") and family names fit whole
+LEGEND_LABEL_LIMIT = 320  # px: legend entries ("eagle3", "draft_model", "concurrency 64") are never cut
+
+
+def rows_height(n_rows: int, per_row: int = ROW_H, floor: int = 120) -> int:
+    """The height of a chart with one labelled row per item: it follows the row count."""
+    return max(per_row * n_rows, floor)
+
+
+def _row_axis(**kw: Any) -> alt.Axis:
+    """An axis whose labels are rows: every label drawn, none cut."""
+    return alt.Axis(labelOverlap=False, labelLimit=LABEL_LIMIT, **{"labelFontSize": 12, **kw})
+
+
 SIM_NOTE = "SIMULATED DATA: spectune's calibrated simulator (backend sim), not measurements on real GPUs"
 
 
 def _legend_layout(orient: str) -> dict:
     if orient == "top":
-        return {"orient": orient, "direction": "horizontal", "titleOrient": "left"}
-    return {"orient": orient}
+        return {"orient": orient, "direction": "horizontal", "titleOrient": "left", "labelLimit": LEGEND_LABEL_LIMIT}
+    return {"orient": orient, "labelLimit": LEGEND_LABEL_LIMIT}
 
 
 def method_color(present: list[str] | None = None, title: str = "method", legend: bool = True,
@@ -128,7 +146,8 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
     band = alt.Scale(paddingInner=0.04, paddingOuter=0.02)
     x = alt.X("workload:N", sort=wls, title=None, scale=band,
               axis=alt.Axis(orient="top", labelAngle=0, labelFontSize=13, labelPadding=6, ticks=False, domain=False))
-    y = alt.Y("family:N", sort=fams, title=None, scale=band, axis=alt.Axis(labelFontSize=13, ticks=False, domain=False))
+    y = alt.Y("family:N", sort=fams, title=None, scale=band,
+              axis=_row_axis(labelFontSize=13, ticks=False, domain=False))
     tooltip = [alt.Tooltip("family:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
                alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
                alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
@@ -225,14 +244,14 @@ def candidates_chart(ranked: pl.DataFrame, metric_label: str) -> alt.LayerChart:
     df = ranked.with_columns(_cand_expr().alias("candidate"))
     order = df["candidate"].to_list()
     base = alt.Chart(df.to_arrow()).encode(
-        y=alt.Y("candidate:N", sort=order, title=None, axis=alt.Axis(labelFontSize=12)),
+        y=alt.Y("candidate:N", sort=order, title=None, axis=_row_axis()),
         color=method_color(sorted(set(df["method"]))),
         tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"),
                  alt.Tooltip("ci_low:Q", format=",.3f"), alt.Tooltip("ci_high:Q", format=",.3f"), "rank:Q"])
     bars = base.mark_rule(strokeWidth=3).encode(x=alt.X("ci_low:Q", title=metric_label, scale=alt.Scale(zero=False)),
                                                 x2="ci_high:Q")
     pts = base.mark_point(filled=True, size=70).encode(x="value:Q")
-    return alt.layer(bars, pts).properties(width=520, height=max(14 * df.height, 120),
+    return alt.layer(bars, pts).properties(width=520, height=rows_height(len(order)),
                                            title="Every candidate with its 95 % interval")
 
 
@@ -263,14 +282,34 @@ def positions_grid(pos: pl.DataFrame, value: str = "acceptance", legend_orient: 
                                               column=alt.Column("workload:N", title=None))
 
 
-def latency_chart(samples: pl.DataFrame, column: str = "e2e_ms") -> alt.Chart:
-    """Per-request latency distribution of the leading candidates and the baseline (box = IQR, whiskers
-    1.5 IQR, dots beyond)."""
-    return alt.Chart(samples.to_arrow()).mark_boxplot(extent=1.5, size=22).encode(
-        y=alt.Y("candidate:N", title=None), x=alt.X(f"{column}:Q", title=f"request {column.replace('_ms', '')} (ms)"),
-        color=method_color(sorted(set(samples["method"])), legend=False),
-    ).properties(width=520, height=max(44 * samples["candidate"].n_unique(), 90),
-                 title=f"Request {column.replace('_ms', '').upper()} distribution")
+def latency_chart(dist: pl.DataFrame, column: str = "e2e_ms") -> alt.LayerChart:
+    """Per-request latency distribution of the leading candidates and the baseline, from the box statistics
+    and binned outliers :mod:`analysis.distribution` computed in DuckDB (box = IQR, white tick = median,
+    whiskers to the last request within 1.5 IQR, dots = outliers per bin, bigger = more requests)."""
+    d = dist.filter(pl.col("latency") == column)
+    box = d.filter(pl.col("part") == "box")
+    out = d.filter(pl.col("part") == "outliers")
+    order = box["candidate"].to_list()
+    name = column.replace("_ms", "")
+    y = alt.Y("candidate:N", sort=order, title=None, axis=_row_axis())
+    color = method_color(sorted(set(box["method"])), legend=False)
+    tip = ["candidate:N", alt.Tooltip("n:Q", title="requests"), alt.Tooltip("q1:Q", format=",.1f"),
+           alt.Tooltip("median:Q", format=",.1f"), alt.Tooltip("q3:Q", format=",.1f"),
+           alt.Tooltip("whisker_low:Q", format=",.1f"), alt.Tooltip("whisker_high:Q", format=",.1f"),
+           alt.Tooltip("n_outliers:Q", title="outliers")]
+    base = alt.Chart(box.to_arrow()).encode(y=y, color=color, tooltip=tip)
+    # whiskers in the method's colour: a black rule disappears on the dark theme
+    whisker = base.mark_rule(strokeWidth=1.5).encode(
+        x=alt.X("whisker_low:Q", title=f"request {name} (ms)"), x2="whisker_high:Q")
+    iqr = base.mark_bar(size=22).encode(x="q1:Q", x2="q3:Q")
+    median = base.mark_tick(color="#FFFFFF", size=22, thickness=2).encode(x="median:Q")
+    dots = alt.Chart(out.to_arrow()).mark_circle(opacity=0.6).encode(
+        y=y, x="value:Q", color=color,
+        size=alt.Size("count:Q", title="outliers in bin", scale=alt.Scale(range=[12, 160]), legend=None),
+        tooltip=["candidate:N", alt.Tooltip("value:Q", title=f"{name} bin centre (ms)", format=",.1f"),
+                 alt.Tooltip("count:Q", title="requests")])
+    return alt.layer(whisker, iqr, median, dots).properties(
+        width=520, height=rows_height(len(order), ROW_H_BOX), title=f"Request {name.upper()} distribution")
 
 
 def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | None = None,
@@ -328,7 +367,7 @@ def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str],
     d = df.with_columns(pl.col("ratio").map_elements(lambda r: f"×{r:.2f}", return_dtype=pl.String).alias("label"))
     base = alt.Chart().encode(x=alt.X("workload:N", sort=workloads, title=None,
                                       axis=alt.Axis(orient="top", labelAngle=0)),
-                              y=alt.Y("family:N", sort=families, title=None))
+                              y=alt.Y("family:N", sort=families, title=None, axis=_row_axis()))
     rect = base.mark_rect().encode(
         color=alt.Color("ratio:Q", title=f"{gpu_b} / {gpu_a}",
                         scale=alt.Scale(scheme="blueorange", domainMid=1.0)),

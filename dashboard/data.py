@@ -99,7 +99,7 @@ def drill(path: str, st_: tuple, group: drilldown.Group, metric: str, f: frames.
           ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     with _reader(path).connection() as con:
         ranked = drilldown.candidates(con, group, metric, f, slo)
-        return ranked, drilldown.positions(con, group, f), drilldown.latency_samples(con, ranked)
+        return ranked, drilldown.positions(con, group, f), drilldown.latency_summary(con, ranked)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
