@@ -49,7 +49,7 @@ def candidates(con: duckdb.DuckDBPyConnection, group: Group, metric: str, base: 
 def suspects(ranked: pl.DataFrame) -> list[tuple[str, str]]:
     """(candidate label, reason) for every candidate whose per-request acceptance disagreed with its counters."""
     rows = ranked.filter(pl.col("acceptance_suspect").is_not_null()).iter_rows(named=True)
-    return [(f"{r['method']}:{r['depth']}", str(r["acceptance_suspect"])) for r in rows]
+    return [(candidate_label(r["method"], r["depth"]), str(r["acceptance_suspect"])) for r in rows]
 
 
 def positions(con: duckdb.DuckDBPyConnection, group: Group, base: frames.Filters | None = None) -> pl.DataFrame:

@@ -338,13 +338,19 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 
+# Log-axis ticks at 1-2-5 of each decade (Vega's own log ticks, thinned by Streamlit's overlap rule, read
+# 50 / 400 / 3k); only the ones inside a panel's domain are drawn.
+LOG_TICKS = [k * 10.0 ** e for e in range(-1, 8) for k in (1, 2, 5)]
+
+
 def tradeoff_chart(df: pl.DataFrame, latency_label: str, legend_orient: str = "top") -> alt.FacetChart:
-    """Throughput vs tail latency per cell; the Pareto front drawn as a line, its cells ringed."""
+    """Throughput vs tail latency per cell; the Pareto front of each load drawn as a line (one per load: a
+    front never joins different concurrencies), its cells ringed."""
     d = df.with_columns(pl.format("{} @c{}", _cand_expr(), "concurrency").alias("candidate"))
     present = sorted(set(d["method"]))
     # nice=False: a "nice" log domain rounds out to whole decades and leaves most of each panel empty
     log = alt.Scale(type="log", nice=False, padding=8)
-    axis = alt.Axis(format="~s", labelFlush=True, gridOpacity=0.6)  # 2k, 10k: neighbouring panels' labels don't collide
+    axis = alt.Axis(format="~s", values=LOG_TICKS, labelOverlap="greedy", labelFlush=True, gridOpacity=0.6)
     base = alt.Chart().encode(x=alt.X("latency:Q", title=latency_label, scale=log, axis=axis),
                               y=alt.Y("output_throughput:Q", title="output tok/s", scale=log, axis=axis))
     pts = base.mark_point(filled=True, size=45, opacity=0.8).encode(
@@ -354,7 +360,7 @@ def tradeoff_chart(df: pl.DataFrame, latency_label: str, legend_orient: str = "t
         tooltip=["candidate:N", alt.Tooltip("output_throughput:Q", format=",.1f"),
                  alt.Tooltip("latency:Q", format=",.1f"), "on_front:N", "backend:N"])
     front = base.transform_filter(alt.datum.on_front).mark_line(color=theme.INK, strokeDash=[4, 3]).encode(
-        order="latency:Q")
+        detail="concurrency:O", order="latency:Q")
     ring = base.transform_filter(alt.datum.on_front).mark_point(size=160, color=theme.INK, strokeWidth=1.5)
     # the same grid as Explore and Load (rows = family, columns = workload): it fits the page's width
     return alt.layer(front, pts, ring, data=d.to_arrow()).properties(width=220, height=170).facet(
@@ -363,45 +369,67 @@ def tradeoff_chart(df: pl.DataFrame, latency_label: str, legend_orient: str = "t
 
 def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str], workloads: list[str]
                   ) -> alt.FacetChart:
-    """Per method (best depth on each GPU): ratio B/A by family × workload, diverging around 1."""
-    d = df.with_columns(pl.col("ratio").map_elements(lambda r: f"×{r:.2f}", return_dtype=pl.String).alias("label"))
+    """Per method (best depth on each GPU): ratio B/A of the whole-server figure by family × workload, diverging
+    around 1; for rate metrics the ratio per GPU under it (a server of B may have fewer GPUs than one of A)."""
+    per_gpu = "ratio_per_gpu" in df.columns and df["ratio_per_gpu"].is_not_null().any()
+    label = pl.format("×{} server", pl.col("ratio").round(2))
+    if per_gpu:
+        label = pl.concat_str([label, pl.format("×{} per GPU", pl.col("ratio_per_gpu").round(2))], separator="\n")
+    d = df.with_columns(label.alias("label"))
     base = alt.Chart().encode(x=alt.X("workload:N", sort=workloads, title=None,
                                       axis=alt.Axis(orient="top", labelAngle=0)),
                               y=alt.Y("family:N", sort=families, title=None, axis=_row_axis()))
+    tip = ["method:N", "family:N", "workload:N", "depth_a:Q", alt.Tooltip("value_a:Q", format=",.1f"),
+           "depth_b:Q", alt.Tooltip("value_b:Q", format=",.1f"), alt.Tooltip("ratio:Q", format=".3f")]
+    if "gpus_a" in df.columns:
+        tip += [alt.Tooltip("gpus_a:Q", title=f"GPUs per server ({gpu_a})"),
+                alt.Tooltip("gpus_b:Q", title=f"GPUs per server ({gpu_b})")]
+    if per_gpu:
+        tip.append(alt.Tooltip("ratio_per_gpu:Q", title="ratio per GPU", format=".3f"))
     rect = base.mark_rect().encode(
-        color=alt.Color("ratio:Q", title=f"{gpu_b} / {gpu_a}",
-                        scale=alt.Scale(scheme="blueorange", domainMid=1.0)),
-        tooltip=["method:N", "family:N", "workload:N", "depth_a:Q", alt.Tooltip("value_a:Q", format=",.1f"),
-                 "depth_b:Q", alt.Tooltip("value_b:Q", format=",.1f"), alt.Tooltip("ratio:Q", format=".3f")])
-    text = base.mark_text(fontSize=12, color="#000000").encode(text="label:N")
-    return alt.layer(rect, text, data=d.to_arrow()).properties(width=60 * max(len(workloads), 1),
-                                                               height=34 * max(len(families), 1)).facet(
+        color=alt.Color("ratio:Q", title=f"{gpu_b} / {gpu_a} (server)",
+                        scale=alt.Scale(scheme="blueorange", domainMid=1.0)), tooltip=tip)
+    text = base.mark_text(fontSize=10, color="#000000", lineBreak="\n", dy=-6 if per_gpu else 0).encode(
+        text="label:N")
+    return alt.layer(rect, text, data=d.to_arrow()).properties(width=76 * max(len(workloads), 1),
+                                                               height=(40 if per_gpu else 30) * max(len(families), 1)
+                                                               ).facet(
         facet=alt.Facet("method:N", title=None, sort=theme.methods_in_order(list(set(d["method"])))), columns=3)
 
 
-def speedup_chart(df: pl.DataFrame, best_only: bool = True, legend_orient: str = "top") -> alt.FacetChart:
+def speedup_chart(df: pl.DataFrame, best_only: bool = True, legend_orient: str = "top") -> alt.TopLevelMixin:
     """Speedup over ``none`` vs concurrency per method, with 95 % bands and the break-even line at 1.
 
     ``best_only``: each point is the method's best depth at that load, so one line per method joins them
-    (the best depth may change with load; each point is labelled with its depth). Otherwise one line per
-    (method, depth).
+    (the best depth may change with load); the depths are a strip under the grid, one row per method (labels
+    on the points overlap where the methods meet, at high load). Otherwise one line per (method, depth).
+    Rows with a null speedup (:func:`analysis.load.with_gaps`) break a line where a load has no cell.
     """
     present = sorted(set(df["method"]))
     detail = {} if best_only else {"detail": "depth:O"}
-    base = alt.Chart().encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
-                              color=method_color(present, orient=legend_orient))
+    x = alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency")
+    base = alt.Chart().encode(x=x, color=method_color(present, orient=legend_orient))
     band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q", **detail)
     y = alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False))
     line = base.mark_line(point=True).encode(
         y=y, **detail,
         tooltip=["method:N", "depth:Q", "concurrency:Q", alt.Tooltip("speedup:Q", format=".3f"),
                  alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"), "backend:N"])
-    layers = [band, line]
-    if best_only:
-        layers.append(base.mark_text(dx=7, dy=-7, fontSize=9).encode(y=y, text="depth:Q"))
     rule = alt.Chart().mark_rule(color=theme.INK_SOFT, strokeDash=[3, 3]).encode(y=alt.datum(1.0))
-    return alt.layer(*layers, rule, data=df.to_arrow()).properties(width=210, height=170).facet(
+    grid = alt.layer(band, line, rule, data=df.to_arrow()).properties(width=210, height=170).facet(
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
+    if not best_only:
+        return grid
+    methods = theme.methods_in_order(present)
+    depths = df.filter(pl.col("speedup").is_not_null())
+    strip = alt.Chart(depths.to_arrow()).mark_text(fontSize=11, fontWeight="bold").encode(
+        x=x, y=alt.Y("method:N", sort=methods, title=None, axis=_row_axis(labelFontSize=11)),
+        text="depth:Q", color=method_color(present, orient=legend_orient),
+        tooltip=["method:N", "concurrency:Q", "depth:Q"],
+    ).properties(width=210, height=rows_height(len(methods), 16, 40)).facet(
+        row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
+    return alt.vconcat(grid, strip.properties(title=alt.Title("best depth per load (each method's row)",
+                                                              anchor="start", fontSize=12)))
 
 
 def efficiency_chart(df: pl.DataFrame, value: str, axis_title: str, legend_orient: str = "top") -> alt.FacetChart:
@@ -414,7 +442,8 @@ def efficiency_chart(df: pl.DataFrame, value: str, axis_title: str, legend_orien
         color=method_color(present, orient=legend_orient),
         opacity=alt.Opacity("gpu:N", scale=alt.Scale(range=[0.55, 1.0]),
                             legend=alt.Legend(**_legend_layout(legend_orient))),
-        tooltip=["gpu:N", "method:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=",.2f")],
+        tooltip=["gpu:N", "method:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=",.2f"),
+                 *([alt.Tooltip("gpu_count:Q", title="GPUs per server")] if "gpu_count" in df.columns else [])],
     ).properties(width=180, height=150).facet(row=alt.Row("family:N", title=None),
                                               column=alt.Column("workload:N", title=None)
                                               ).resolve_scale(y="independent")

@@ -52,7 +52,7 @@ def test_candidates_carry_acceptance_source_and_suspect_reason(tmp_path: Path) -
     eagle = next(c for c in cell["top3"] if c["method"] == "eagle3")
     assert eagle["acceptance_suspect"].startswith("per-request verify steps sum 200 != /metrics counter delta 230")
     assert len(cell["top3"]) == 2, "the synthetic cost cell is no candidate"
-    assert ranked.height == 2 and [label for label, _ in suspects(ranked)] == ["eagle3:3"]
+    assert ranked.height == 2 and [label for label, _ in suspects(ranked)] == ["eagle3·3"]
 
 
 def test_the_cli_says_why_an_acceptance_is_suspect(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 import vl_convert
@@ -48,7 +49,7 @@ def chart_args(db: Path, gpu: str, gpu_b: str | None, family: str, workload: str
             "depth_curves": (explore.by_depth(con, one, "acceptance_length"), "acceptance length",
                              published.overlay("acceptance_length")),
             "tradeoff": (pareto.tradeoff(con, frames.Filters(gpus=(gpu,))), "p99 end-to-end latency (ms)"),
-            "speedup": (load.speedup_vs_load(con, frames.Filters(gpus=(gpu,)), best_depth=False), False),
+            "speedup": (load.with_gaps(load.speedup_vs_load(con, frames.Filters(gpus=(gpu,)))), True),
             "efficiency": (gpu_compare.efficiency(con, frames.Filters(concurrency=(dims["concurrency"][0],))),
                            "output_throughput_per_gpu", "output tok/s per GPU"),
         }
@@ -160,3 +161,75 @@ def test_the_wide_store_has_nine_methods_and_eight_depths(args_by_store: dict):
     ranked = args_by_store["wide"]["candidates"][0]
     assert ranked["method"].n_unique() == 9 and ranked.filter(pl.col("method") != "none")["depth"].n_unique() == 8
     assert ranked.height == 65
+
+
+def _layers(spec: dict) -> list[dict]:
+    return [n for n, _ in _walk(spec) if isinstance(n, dict) and "mark" in n]
+
+
+def _mark(layer: dict) -> str:
+    m = layer["mark"]
+    return m if isinstance(m, str) else m.get("type", "")
+
+
+@pytest.mark.parametrize("which", list(STORES))
+def test_the_pareto_front_is_drawn_per_load_with_1_2_5_ticks(args_by_store: dict, which: str):
+    points = args_by_store[which]["tradeoff"][0]
+    spec = charts.build("tradeoff", *args_by_store[which]["tradeoff"]).to_dict()
+    front = [n for n in _layers(spec) if _mark(n) == "line"]
+    assert front and front[0]["encoding"]["detail"]["field"] == "concurrency"
+    for ch in ("x", "y"):
+        values = next(n["encoding"][ch]["axis"]["values"] for n in _layers(spec) if "axis" in n["encoding"].get(ch, {}))
+        assert {round(v / 10 ** np.floor(np.log10(v))) for v in values} == {1, 2, 5}
+    # one front per load: every load of every group has cells on its front, and none dominates another there
+    fronts = points.filter(pl.col("on_front")).group_by("family", "workload").agg(pl.col("concurrency").n_unique())
+    assert fronts["concurrency"].min() == points["concurrency"].n_unique() > 1
+
+
+@pytest.mark.parametrize("which", list(STORES))
+def test_box_plot_whiskers_are_drawn_in_the_methods_colour_on_either_theme(args_by_store: dict, which: str):
+    spec = charts.build("latency", *args_by_store[which]["latency"]).to_dict()
+    rules = [n for n in _layers(spec) if _mark(n) == "rule"]
+    assert rules and all("color" in n["encoding"] and "color" not in (n["mark"] if isinstance(n["mark"], dict)
+                                                                         else {}) for n in rules)
+    dark = json.dumps(charts.theme.for_screen(spec, dark=True))
+    assert '"#000000"' not in dark and '"black"' not in dark  # nothing drawn in black ink on a dark background
+
+
+@pytest.mark.parametrize("which", list(STORES))
+def test_load_lines_break_where_no_load_joins_them_and_depths_are_a_strip(args_by_store: dict, which: str):
+    s = args_by_store[which]["speedup"][0]
+    spec = charts.build("speedup", *args_by_store[which]["speedup"]).to_dict()
+    assert "vconcat" in spec  # the best depths are a strip of rows under the grid, not labels on the points
+    texts = [n for n in _layers(spec) if _mark(n) == "text"]
+    assert len(texts) == 1 and texts[0]["encoding"]["y"]["field"] == "method"
+    # every line has a row at every load of its group: a missing cell is a null that breaks the line
+    per_line = s.group_by("family", "workload", "method").agg(pl.len())
+    assert per_line["len"].n_unique() == 1
+
+
+@pytest.fixture
+def on_wide_store(wide_db: Path):
+    import os
+
+    old = os.environ["SPECTUNE_DB"]
+    os.environ["SPECTUNE_DB"] = str(wide_db)
+    yield wide_db
+    os.environ["SPECTUNE_DB"] = old
+
+
+@pytest.mark.parametrize(("page", "query"), [
+    ("views/winners.py", {"cell": "MI300X|Qwen|code"}), ("views/explore.py", {"pub": "1"}),
+    ("views/load.py", {}), ("views/tradeoffs.py", {"cell": "MI300X|Qwen|code"})])
+def test_pages_on_the_wide_store_label_every_row(on_wide_store, page: str, query: dict):
+    from tests.dashboard.conftest import chart_specs, open_page
+
+    at = open_page(page, query)  # asserts no exception
+    specs = chart_specs(at)
+    assert specs
+    for item in specs:
+        for y, _ in row_axes(item["spec"]):
+            assert (y.get("axis") or {}).get("labelOverlap") is False, (page, y["field"])
+    if "cell" in query:  # the drill-down's candidates: all 65, each on its own row
+        cand = next(s for s in specs if "interval" in json.dumps(s["spec"].get("title", "")))
+        assert len({r["candidate"] for r in cand["rows"]}) == 65
