@@ -372,9 +372,9 @@ def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str],
     """Per method (best depth on each GPU): ratio B/A of the whole-server figure by family × workload, diverging
     around 1; for rate metrics the ratio per GPU under it (a server of B may have fewer GPUs than one of A)."""
     per_gpu = "ratio_per_gpu" in df.columns and df["ratio_per_gpu"].is_not_null().any()
-    label = pl.format("×{} server", pl.col("ratio").round(2))
-    if per_gpu:
-        label = pl.concat_str([label, pl.format("×{} per GPU", pl.col("ratio_per_gpu").round(2))], separator="\n")
+    label = pl.format("×{}", pl.col("ratio").round(2))
+    if per_gpu:  # first line the whole server (the colour), second per GPU
+        label = pl.concat_str([label, pl.format("×{}/GPU", pl.col("ratio_per_gpu").round(2))], separator="\n")
     d = df.with_columns(label.alias("label"))
     base = alt.Chart().encode(x=alt.X("workload:N", sort=workloads, title=None,
                                       axis=alt.Axis(orient="top", labelAngle=0)),
@@ -388,10 +388,12 @@ def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str],
         tip.append(alt.Tooltip("ratio_per_gpu:Q", title="ratio per GPU", format=".3f"))
     rect = base.mark_rect().encode(
         color=alt.Color("ratio:Q", title=f"{gpu_b} / {gpu_a} (server)",
-                        scale=alt.Scale(scheme="blueorange", domainMid=1.0)), tooltip=tip)
+                        scale=alt.Scale(scheme="blueorange", domainMid=1.0),
+                        legend=alt.Legend(orient="bottom", direction="horizontal", titleLimit=LEGEND_LABEL_LIMIT)),
+        tooltip=tip)
     text = base.mark_text(fontSize=10, color="#000000", lineBreak="\n", dy=-6 if per_gpu else 0).encode(
         text="label:N")
-    return alt.layer(rect, text, data=d.to_arrow()).properties(width=76 * max(len(workloads), 1),
+    return alt.layer(rect, text, data=d.to_arrow()).properties(width=64 * max(len(workloads), 1),
                                                                height=(40 if per_gpu else 30) * max(len(families), 1)
                                                                ).facet(
         facet=alt.Facet("method:N", title=None, sort=theme.methods_in_order(list(set(d["method"])))), columns=3)

@@ -55,7 +55,7 @@ else:
         st.caption("GPUs per server (tensor parallelism): " + "; ".join(
             f"{r['family']} {r['gpus_a']} × {a} vs {r['gpus_b']} × {b}" for r in servers.iter_rows(named=True))
             + ". A ratio compares whole servers; where the servers have different GPU counts, the ratio per GPU "
-            "(for throughput and goodput) is the second line of each cell and matches the per-GPU bars below.")
+            "(for throughput and goodput) is the second line of each cell (×…/GPU) and matches the per-GPU bars below.")
         charts.show("ratio_heatmap", ratios, a, b, families, workloads, key=f"{PAGE}.ratio")
         export.buttons(partial(charts.exported, "ratio_heatmap", ratios, a, b, families, workloads, title=ratio_title,
                                subtitle="each method at its best depth on each GPU; above 1, GPU B is better; whole "

@@ -101,7 +101,7 @@ def test_gpus_page_states_gpus_per_server_and_the_ratio_per_gpu():
     at = open_page("views/gpus.py", query={"a": "MI300X", "b": "MI355X", "conc": "1", "fam": "Qwen"})
     assert any("Qwen 4 × MI300X vs 2 × MI355X" in c.value for c in at.caption)
     rows = chart_specs(at)[0]["rows"]
-    assert all("per GPU" in r["label"] and "server" in r["label"] for r in rows)
+    assert all(r["label"].endswith("/GPU") and "\n" in r["label"] for r in rows)  # server, then per GPU
     assert all(abs(r["ratio_per_gpu"] - 2 * r["ratio"]) < 1e-9 for r in rows)
 
 
