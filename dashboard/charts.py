@@ -409,7 +409,8 @@ def speedup_chart(df: pl.DataFrame, best_only: bool = True, legend_orient: str =
     """
     present = sorted(set(df["method"]))
     detail = {} if best_only else {"detail": "depth:O"}
-    x = alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency")
+    # padding: the depth digits at the lowest and highest load sit inside the panel, not on its edge
+    x = alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2, padding=10), title="concurrency")
     base = alt.Chart().encode(x=x, color=method_color(present, orient=legend_orient))
     band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q", **detail)
     y = alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False))
