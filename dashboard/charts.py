@@ -263,7 +263,9 @@ def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "
         x=alt.X("position:O", title="draft position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
         color=method_color(sorted(set(df["method"]))), detail="candidate:N",
-        opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
+        # a legend for depth too: with several depths per method the lines differ only by their shade
+        opacity=alt.Opacity("depth:O", scale=alt.Scale(range=[0.35, 1.0]),
+                            legend=alt.Legend(title="depth", labelLimit=LEGEND_LABEL_LIMIT, symbolType="stroke")),
         tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
     ).properties(width=360, height=240, title=title or "Acceptance by draft position")
 
