@@ -265,7 +265,8 @@ def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "
         color=method_color(sorted(set(df["method"]))), detail="candidate:N",
         # a legend for depth too: with several depths per method the lines differ only by their shade
         opacity=alt.Opacity("depth:O", scale=alt.Scale(range=[0.35, 1.0]),
-                            legend=alt.Legend(title="depth", labelLimit=LEGEND_LABEL_LIMIT, symbolType="stroke")),
+                            legend=alt.Legend(title="depth", labelLimit=LEGEND_LABEL_LIMIT, symbolType="circle",
+                                              symbolFillColor=theme.INK_SOFT, symbolStrokeColor=theme.INK_SOFT)),
         tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
     ).properties(width=360, height=240, title=title or "Acceptance by draft position")
 
