@@ -61,14 +61,24 @@ def _winners_args(p: argparse.ArgumentParser) -> None:
                         "(num_speculative_tokens_per_batch_size) against the best static depth")
     p.add_argument("--draft-model", action="append", default=[], metavar="METHOD=PATH",
                    help="drafter checkpoint for the deploy commands (eagle3, dflash, dspark …)")
+    p.add_argument("--margin", type=float, default=2.0, metavar="PCT",
+                   help="practical equivalence: candidates within PCT %% of the best count as equivalent (default 2)")
+    p.add_argument("--default", default="mtp:3", metavar="METHOD:DEPTH",
+                   help="what you run today (default mtp:3, also mtp·3): the sensible pick prefers its method on a "
+                        "tie, and the summary says what it leaves on the table")
 
 
 def _winners(args: argparse.Namespace) -> int:
     from analysis.frames import Filters
-    from analysis.rescore.config import parse_draft_models
+    from analysis.glance import summary
+    from analysis.labels import candidate
+    from analysis.rescore.config import parse_choice, parse_draft_models
     from analysis.winners import winners
 
     drafters = parse_draft_models(args.draft_model)
+    if not 0 <= args.margin <= 100:
+        raise UsageError(f"--margin {args.margin:g}: expected a percentage of 0–100")
+    deployed = parse_choice(args.default)
     with _open(args) as con:
         dims = _checked(con, gpu=args.gpu, family=args.family, workload=args.workload, method=args.method)
         f = Filters(gpus=dims["gpu"], families=dims["family"], workloads=dims["workload"], methods=dims["method"],
@@ -77,31 +87,37 @@ def _winners(args: argparse.Namespace) -> int:
         if args.schedule:
             return _schedule(args, con, f, drafters)
         res = winners(con, args.metric, f, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
-                      best_depth_per_method=args.best_depth, draft_models=drafters)
+                      best_depth_per_method=args.best_depth, draft_models=drafters, margin_pct=args.margin,
+                      default=(deployed.method, deployed.depth))
     if not res["cells"]:
         raise UsageError("no cells match these filters")
+    res["summary"] = summary(res)
     if args.json:
         print(json.dumps(res))
         return 0
     if res["simulated"]:
         print("SIMULATED data (backend=sim): calibrated model output, not measurements")
+    print(res["summary"]["text"])
+    print(f"sensible pick among equivalent candidates (within {args.margin:g} %): {res['pick_rule']}")
     for c in res["cells"]:
         w = c["winner"]
-        verdict = "clear" if c["clear"] else "tie: " + ", ".join(f"{t['method']}:{t['depth']}" for t in c["tied"])
+        verdict = c["tie_text"]
         origin = "" if c.get("origin", "measured") == "measured" else f"  [{c['origin']}]"
         whole = (f"  (whole window {w['whole_window_value']:.3f}"
                  f"{'; steady window not used: ' + w['steady_fallback'] if w.get('steady_fallback') else ''})"
                  if w.get("whole_window_value") is not None else "")
         edge = f"  [{c['grid_edge']['text']}]" if c.get("grid_edge") else ""
         print(f"{c['gpu']:<7} {c['family']:<8} {c['workload']:<10} c={c['concurrency']:<4} "
-              f"{w['method']}:{w['depth']:<2} {w['value']:>10.3f}  {verdict}{origin}{whole}{edge}")
+              f"{candidate(w['method'], w['depth']):<10} {w['value']:>10.3f}  {verdict}{origin}{whole}{edge}")
         for cand in c["top3"]:  # a suspect acceptance is said wherever its cell is shown
             if cand.get("acceptance_suspect"):
-                print(f"  acceptance suspect ({cand['method']}:{cand['depth']}): {cand['acceptance_suspect']}")
-        if c.get("deploy"):
-            print(f"        {c['deploy']['command']}")
-            if c["deploy"]["note"]:
-                print(f"        # {c['deploy']['note']}")
+                name = candidate(cand["method"], cand["depth"])
+                print(f"  acceptance suspect ({name}): {cand['acceptance_suspect']}")
+        deploy = (c.get("pick") or {}).get("deploy") or c.get("deploy")  # the pick is what to deploy
+        if deploy:
+            print(f"        {deploy['command']}")
+            if deploy["note"]:
+                print(f"        # {deploy['note']}")
     return 0
 
 
@@ -179,11 +195,23 @@ def build_parser(argv: list[str] | None = None, *, only_selected: bool = False) 
                             argv, only_selected=only_selected)
 
 
+# Read-only answers replayed for an unchanged store, code and data (analysis/cli/answer_cache.py).
+CACHED_COMMANDS = frozenset({"winners", "curve"})
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv, only_selected=True).parse_args(argv)
     try:
-        return resolve(COMMANDS[args.command])[1](args)
+        def run() -> int:
+            return resolve(COMMANDS[args.command])[1](args)
+
+        if args.command in CACHED_COMMANDS:
+            from analysis.cli.answer_cache import cached
+            from ingest.paths import default_db_path
+
+            return cached(["analysis", *argv], Path(args.db) if args.db is not None else default_db_path(), run)
+        return run()
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2

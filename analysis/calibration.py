@@ -18,8 +18,8 @@ Level. Each published τ row (acceptance length, or an overall acceptance rate a
   1.0, a prior with a range, when the family has none);
 * ``prior`` — else the TOML prior of the method × the family ratio.
 
-Every function takes ``exclude`` (a source URL) so the leave-one-source-out validation refits without it.
-No row is excluded for disagreeing with another source.
+Every function takes ``exclude`` (a study: a source URL, see :func:`study`) so the leave-one-source-out
+validation refits without it. No row is excluded for disagreeing with another source.
 """
 
 from __future__ import annotations
@@ -43,6 +43,21 @@ DECAY_GRID = np.round(np.arange(0.70, 1.1001, 0.0025), 4)
 ALPHA_GRID = np.round(np.arange(0.005, 0.9801, 0.005), 4)
 MAX_DEPTH = 8
 MIN_SHAPE_POINTS = 3  # a decay is fitted only from at least this many depth/position points
+
+
+# A secondary source that only re-reports a primary one belongs to the primary's study: leaving the study out
+# must leave out both, or the held-out figures reach their own prediction through the copy.
+SAME_STUDY = {
+    # AI Weekly's summary of the RedHatAI GLM-5.2 DSpark preview card: its vLLM HumanEval/math_reasoning
+    # acceptance lengths (2.33, 3.13) are the card's own "Acceptance length in vLLM" section.
+    "https://aiweekly.co/alerts/red-hat-ai-previews-glm-52-dspark-speculator-draft-model":
+        "https://huggingface.co/RedHatAI/GLM-5.2-speculator.dspark-preview",
+}
+
+
+def study(source_url: str) -> str:
+    """The study a source belongs to (its own URL unless it re-reports another source)."""
+    return SAME_STUDY.get(source_url, source_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +110,7 @@ def all_rows(path: Path = PUBLISHED) -> tuple[PublishedRow, ...]:
 def matching_rows(exclude: str | None = None) -> tuple[PublishedRow, ...]:
     """Rows a simulated cell can be compared with: a product family, a mapped workload, depth ≤ 8."""
     families = set(costmodel.model_specs())
-    return tuple(r for r in all_rows() if r.source_url != exclude and r.family in families
+    return tuple(r for r in all_rows() if study(r.source_url) != exclude and r.family in families
                  and r.workload in WORKLOADS and r.depth <= MAX_DEPTH)
 
 
@@ -138,7 +153,7 @@ def _tau_table() -> np.ndarray:
 def _depth_series(method: str, exclude: str | None) -> list[list[PublishedRow]]:
     groups: dict[tuple, list[PublishedRow]] = defaultdict(list)
     for r in all_rows():
-        if r.method == method and r.source_url != exclude:
+        if r.method == method and study(r.source_url) != exclude:
             groups[(r.source_url, r.model, r.dataset, r.workload)].append(r)
     return [g for g in groups.values() if len({r.depth for r in g}) >= 2]
 
@@ -180,7 +195,7 @@ def decay_fit(method: str, exclude: str | None = None) -> DecayFit:
         sources.append(s[0].source_url)
         points += len({r.depth for r in s})
     for src, m, _key, pos, cond in position_curves():
-        if m == method and src != exclude and len(pos) >= 2:
+        if m == method and study(src) != exclude and len(pos) >= 2:
             sse_parts.append(_curve_sse(pos, cond))
             sources.append(src)
             points += len(pos)
@@ -213,7 +228,7 @@ def alpha_fit(exclude: str | None = None) -> AlphaFit:
     fit = AlphaFit()
     by_pool: dict[tuple[str, str], dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in all_rows():
-        if r.source_url == exclude or r.workload not in WORKLOADS or r.depth > MAX_DEPTH:
+        if study(r.source_url) == exclude or r.workload not in WORKLOADS or r.depth > MAX_DEPTH:
             continue
         a = acceptance.solve_alpha(r.value, r.depth, decay_for(r.method, exclude))
         fit.groups.setdefault((r.method, r.family, r.workload, r.moe), []).append((a, r))

@@ -14,6 +14,7 @@ import polars as pl
 
 from analysis import distribution, explore, frames, model_provenance
 from analysis.cellvalues import Slo, metric_values
+from analysis.labels import candidate
 from analysis.metrics import get_metric
 
 
@@ -57,8 +58,8 @@ def positions(con: duckdb.DuckDBPyConnection, group: Group, base: frames.Filters
 
 
 def candidate_label(method: str, depth: int | None) -> str:
-    """``dflash·5``; ``none`` alone for no speculation (local until the shared label helper lands)."""
-    return "none" if method == "none" else f"{method}·{depth}"
+    """``dflash·5``; ``none`` alone for no speculation (:func:`analysis.labels.candidate`)."""
+    return candidate(method, depth)
 
 
 def latency_summary(con: duckdb.DuckDBPyConnection, ranked: pl.DataFrame, top: int = 3) -> pl.DataFrame:

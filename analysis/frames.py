@@ -15,7 +15,8 @@ import polars as pl
 
 from analysis.metrics import CELL_COLUMNS, DIMENSION_COLUMNS, get_metric
 from ingest import ddl
-from ingest.sql import ArrowStream
+from ingest import goodput as slo_grid
+from ingest.sql import ArrowStream, one
 from ingest.sql import frame as query
 
 
@@ -137,19 +138,50 @@ def positions(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame) -> pl.DataFram
 
 
 def goodput(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, ttft_ms: float, tpot_ms: float) -> pl.DataFrame:
-    """Per cell: requests meeting the SLO, requests, window → goodput = meeting / window."""
+    """Per cell: requests meeting the SLO, requests, window → goodput = meeting / window.
+
+    An SLO on the grid of ``ingest/goodput.py`` is answered from the per-cell histogram (no request row read);
+    other SLOs, and cells with requests but no histogram, from the request rows."""
     con.register("_keys", ArrowStream(keys.select("run_id", "cell_id")))
     try:
-        return query(con, """
-            SELECT q.run_id, q.cell_id,
-                   count(*) FILTER (WHERE q.ok AND q.ttft_ms <= ? AND coalesce(q.tpot_ms, 0) <= ?) AS meeting,
-                   count(*) AS n, any_value(c.window_s) AS window_s
-            FROM requests q JOIN _keys k USING (run_id, cell_id)
-                 JOIN cells c ON c.run_id = q.run_id AND c.cell_id = q.cell_id
-            GROUP BY q.run_id, q.cell_id
-        """, [ttft_ms, tpot_ms])
+        bins = slo_grid.grid_bins(ttft_ms, tpot_ms)
+        if bins is None or not _has_table(con, "cell_slo_hist"):
+            return _goodput_scan(con, ttft_ms, tpot_ms)
+        hist = query(con, """
+            SELECT h.run_id, h.cell_id, sum(h.requests) FILTER (WHERE h.ttft_bin <= ? AND h.tpot_bin <= ?) AS meeting,
+                   sum(h.requests) AS n, any_value(c.window_s) AS window_s
+            FROM cell_slo_hist h JOIN _keys k USING (run_id, cell_id)
+                 JOIN cells c ON c.run_id = h.run_id AND c.cell_id = h.cell_id
+            GROUP BY h.run_id, h.cell_id
+        """, list(bins)).with_columns(pl.col("meeting").fill_null(0).cast(pl.Int64), pl.col("n").cast(pl.Int64))
+        missing = query(con, """
+            SELECT k.run_id, k.cell_id FROM _keys k JOIN cells c USING (run_id, cell_id)
+            WHERE coalesce(c.n_requests, 0) > 0
+              AND NOT EXISTS (SELECT 1 FROM cell_slo_hist h WHERE h.run_id = k.run_id AND h.cell_id = k.cell_id)
+        """)
+        if missing.height == 0:
+            return hist
+        con.unregister("_keys")
+        con.register("_keys", ArrowStream(missing))  # only those cells are scanned
+        return pl.concat([hist, _goodput_scan(con, ttft_ms, tpot_ms)], how="vertical_relaxed")
     finally:
         con.unregister("_keys")
+
+
+def _goodput_scan(con: duckdb.DuckDBPyConnection, ttft_ms: float, tpot_ms: float) -> pl.DataFrame:
+    """From the request rows of the cells in the registered ``_keys`` view."""
+    return query(con, """
+        SELECT q.run_id, q.cell_id,
+               count(*) FILTER (WHERE q.ok AND q.ttft_ms <= ? AND coalesce(q.tpot_ms, 0) <= ?) AS meeting,
+               count(*) AS n, any_value(c.window_s) AS window_s
+        FROM requests q JOIN _keys k USING (run_id, cell_id)
+             JOIN cells c ON c.run_id = q.run_id AND c.cell_id = q.cell_id
+        GROUP BY q.run_id, q.cell_id
+    """, [ttft_ms, tpot_ms]).with_columns(pl.col("meeting").cast(pl.Int64), pl.col("n").cast(pl.Int64))
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(one(con, "SELECT 1 FROM information_schema.tables WHERE table_name = ?", [name]))
 
 
 def distinct_values(con: duckdb.DuckDBPyConnection) -> dict[str, list]:

@@ -17,6 +17,7 @@ import polars as pl
 
 from analysis import costmodel, frames
 from analysis.cellvalues import Slo, metric_values
+from analysis.labels import candidate
 from analysis.metrics import get_metric
 
 KEY = ("family", "workload", "concurrency")
@@ -61,7 +62,7 @@ def winner_changes(result_a: dict, result_b: dict) -> pl.DataFrame:
     def rows(res: dict) -> pl.DataFrame:
         data = [{"family": c["family"], "workload": c["workload"], "concurrency": c["concurrency"],
                  "method": c["winner"]["method"], "depth": c["winner"]["depth"], "clear": c["clear"],
-                 "tied": [f"{t['method']}:{t['depth']}" for t in c["tied"]]} for c in res["cells"]]
+                 "tied": [candidate(t['method'], t['depth']) for t in c["tied"]]} for c in res["cells"]]
         return pl.DataFrame(data, schema={"family": pl.String, "workload": pl.String, "concurrency": pl.Int64,
                                           "method": pl.String, "depth": pl.Int64, "clear": pl.Boolean,
                                           "tied": pl.List(pl.String)})
@@ -70,7 +71,7 @@ def winner_changes(result_a: dict, result_b: dict) -> pl.DataFrame:
     j = a.join(b, on=list(KEY), how="inner", suffix="_b")
     out = []
     for r in j.iter_rows(named=True):
-        wa, wb = f"{r['method']}:{r['depth']}", f"{r['method_b']}:{r['depth_b']}"
+        wa, wb = candidate(r['method'], r['depth']), candidate(r['method_b'], r['depth_b'])
         same = wa == wb
         overlap = wa in (r["tied_b"] or []) or wb in (r["tied"] or [])
         verdict = "same" if same else ("changes" if r["clear"] and r["clear_b"] and not overlap else "not clear")

@@ -1,12 +1,18 @@
 """Out-of-sample validation of the acceptance model: leave one source out.
 
-For every source S with comparable rows (a method the simulator knows, a workload it models, depth 1–8),
-refit everything without S — the per-method decay, the α tables, the pools and the family ratios — and
+For every source S with comparable rows (a method the simulator knows, a workload it models, depth 1–8;
+a source that only re-reports another is one study with it, :data:`calibration.SAME_STUDY`), refit everything
+without S — the per-method decay, the α tables, the pools and the family ratios — and
 predict S's rows with the same rules a simulated cell uses (its family and MoE flag; the borrowing rules when
 S was the only data). The error of a row is |predicted τ − published τ| / published τ. The table gives the
 median (and the count and 90th percentile) by depth and by method × depth; tests/runner/test_validation.py
 prints it and holds the median to ``TOLERANCE`` at every depth with data, and docs/simulator.md carries the
 same table (``markdown_table``), kept in sync by that test.
+
+:func:`level_diagnosis` splits the error into level and shape: per left-out source, the one logit shift of
+α that best fits the source's own rows (a diagnostic that looks at the held-out figures on purpose, never
+used by the model) and the error left after it. What a single number per source removes is the source's
+level; what is left is the model's shape across depth and workload.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ class Prediction:
     row: calibration.PublishedRow
     predicted: float
     kind: str  # how the left-out row's cell got α without its own source: fitted | borrowed | prior
+    alpha: float  # the α the prediction used
+    decay: float  # the decay the prediction used
 
     @property
     def error(self) -> float:
@@ -47,13 +55,17 @@ def evaluable_rows() -> tuple[calibration.PublishedRow, ...]:
 @cache
 def leave_one_source_out() -> tuple[Prediction, ...]:
     out = []
-    for src in sorted({r.source_url for r in evaluable_rows()}):
-        for r in (x for x in evaluable_rows() if x.source_url == src):
+    for src in sorted({calibration.study(r.source_url) for r in evaluable_rows()}):
+        for r in (x for x in evaluable_rows() if calibration.study(x.source_url) == src):
             s = calibration.alpha_source(r.method, r.family, r.workload, moe=r.moe, exclude=src)
-            tau = acceptance.expected_tokens(acceptance.positions(s.alpha, calibration.decay_for(r.method, src),
-                                                                  r.depth))
-            out.append(Prediction(r, tau, s.kind))
+            decay = calibration.decay_for(r.method, src)
+            tau = acceptance.expected_tokens(acceptance.positions(s.alpha, decay, r.depth))
+            out.append(Prediction(r, tau, s.kind, s.alpha, decay))
     return tuple(out)
+
+
+def _studies(preds) -> int:
+    return len({calibration.study(p.row.source_url) for p in preds})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +78,7 @@ class Cell:
 
 def _cell(preds: list[Prediction]) -> Cell:
     e = np.array([p.error for p in preds])
-    return Cell(len(preds), float(np.median(e)), float(np.percentile(e, 90)), len({p.row.source_url for p in preds}))
+    return Cell(len(preds), float(np.median(e)), float(np.percentile(e, 90)), _studies(preds))
 
 
 def by_depth() -> dict[int, Cell]:
@@ -97,7 +109,7 @@ def residual_parts() -> tuple[np.ndarray, dict[str, np.ndarray]]:
     the rows' deviations from their source's shift, per method (all pooled under ``*``)."""
     by_src: dict[str, list[Prediction]] = defaultdict(list)
     for p in leave_one_source_out():
-        by_src[p.row.source_url].append(p)
+        by_src[calibration.study(p.row.source_url)].append(p)
     shifts, dev = [], defaultdict(list)
     for preds in by_src.values():
         r = np.array([p.log_ratio for p in preds])
@@ -124,8 +136,78 @@ def markdown_table() -> str:
         lines.append(f"| {d} | {c.n} | {c.sources} | {c.median:.1%} | {c.p90:.1%} | " + " | ".join(per) + " |")
     allp = leave_one_source_out()
     e = np.array([p.error for p in allp])
-    lines.append(f"| all | {len(allp)} | {len({p.row.source_url for p in allp})} | {np.median(e):.1%} | "
+    lines.append(f"| all | {len(allp)} | {_studies(allp)} | {np.median(e):.1%} | "
                  f"{np.percentile(e, 90):.1%} | " + " | ".join("" for _ in methods) + " |")
+    return "\n".join(lines)
+
+
+SHIFT_GRID = np.round(np.arange(-4.0, 4.0001, 0.01), 2)  # logit shifts of α searched by the diagnosis
+
+
+def _shifted_tau(p: Prediction, shifts: np.ndarray) -> np.ndarray:
+    """τ of ``p``'s row with α moved by each logit shift (same decay, same depth)."""
+    a = np.clip(p.alpha, 1e-4, 1 - 1e-4)
+    shifted = 1.0 / (1.0 + np.exp(-(np.log(a / (1 - a)) + shifts)))
+    i = np.arange(1, p.row.depth + 1)
+    cond = np.clip(shifted[:, None] * p.decay ** (i - 1)[None, :], 0.0, 0.98)
+    return 1.0 + np.cumprod(cond, axis=1).sum(axis=1)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLevel:
+    """One left-out study: its out-of-sample error, and what is left once its level is known."""
+
+    study: str
+    n: int
+    depths: tuple[int, ...]
+    median_error: float
+    shift: float  # the logit shift of α that best fits the study's own rows (least squares in log τ)
+    median_error_after_shift: float
+    errors_after_shift: tuple[tuple[Prediction, float], ...]
+
+
+@cache
+def level_diagnosis() -> tuple[SourceLevel, ...]:
+    """Per left-out study: the error, the one level shift that fits its own rows, and the error after it."""
+    by_src: dict[str, list[Prediction]] = defaultdict(list)
+    for p in leave_one_source_out():
+        by_src[calibration.study(p.row.source_url)].append(p)
+    out = []
+    for src, preds in sorted(by_src.items()):
+        taus = np.array([_shifted_tau(p, SHIFT_GRID) for p in preds])  # (rows, shifts)
+        pub = np.array([p.row.value for p in preds])[:, None]
+        best = int(np.argmin((np.log(taus / pub) ** 2).sum(axis=0)))
+        after = np.abs(taus[:, best] - pub[:, 0]) / pub[:, 0]
+        out.append(SourceLevel(src, len(preds), tuple(sorted({p.row.depth for p in preds})),
+                               float(np.median([p.error for p in preds])), float(SHIFT_GRID[best]),
+                               float(np.median(after)), tuple(zip(preds, after.tolist(), strict=True))))
+    return tuple(out)
+
+
+def after_shift_by_depth() -> dict[int, float]:
+    """Median error by depth once every left-out study's level is known (the shape's share of the error)."""
+    groups: dict[int, list[float]] = defaultdict(list)
+    for s in level_diagnosis():
+        for p, e in s.errors_after_shift:
+            groups[p.row.depth].append(e)
+    return {d: float(np.median(groups[d])) for d in DEPTHS if groups.get(d)}
+
+
+def diagnosis_table() -> str:
+    """Markdown: by depth, the out-of-sample median and the median with each study's level known; then per
+    study its rows, error, fitted shift and error after it."""
+    bd, after = by_depth(), after_shift_by_depth()
+    lines = ["| depth | rows | median error (out of sample) | median error, each source's level known |",
+             "|---|---|---|---|"]
+    lines += [f"| {d} | {bd[d].n} | {bd[d].median:.1%} | {after[d]:.1%} |" for d in DEPTHS if d in bd]
+    shifts = np.array([s.shift for s in level_diagnosis()])
+    lines += ["", f"Spread of the studies' level shifts: sd {shifts.std(ddof=1):.2f} in logit α "
+              f"(range {shifts.min():+.2f} … {shifts.max():+.2f}).", "",
+              "| left-out source | rows | depths | median error | level shift (logit α) | median error after it |",
+              "|---|---|---|---|---|---|"]
+    for s in sorted(level_diagnosis(), key=lambda s: -s.n):
+        lines.append(f"| {s.study} | {s.n} | {', '.join(map(str, s.depths))} | {s.median_error:.1%} | "
+                     f"{s.shift:+.2f} | {s.median_error_after_shift:.1%} |")
     return "\n".join(lines)
 
 
@@ -133,15 +215,24 @@ DOC_START = "<!-- validation-table:start (generated by scripts/validation_table.
 DOC_END = "<!-- validation-table:end -->"
 
 
-def doc_table(doc: str) -> str | None:
-    """The generated table between the markers of ``doc`` (None when the markers are missing)."""
-    if DOC_START not in doc or DOC_END not in doc:
+DIAG_START = "<!-- validation-diagnosis:start (generated by scripts/validation_table.py; a test keeps it in sync) -->"
+DIAG_END = "<!-- validation-diagnosis:end -->"
+
+
+def doc_table(doc: str, start: str = DOC_START, end: str = DOC_END) -> str | None:
+    """The generated text between the markers of ``doc`` (None when the markers are missing)."""
+    if start not in doc or end not in doc:
         return None
-    return doc.split(DOC_START, 1)[1].split(DOC_END, 1)[0].strip()
+    return doc.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+def _between(doc: str, start: str, end: str, text: str) -> str:
+    head, rest = doc.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    return f"{head}{start}\n{text}\n{end}{tail}"
 
 
 def with_table(doc: str) -> str:
-    """``doc`` with the current table between its markers."""
-    head, rest = doc.split(DOC_START, 1)
-    tail = rest.split(DOC_END, 1)[1]
-    return f"{head}{DOC_START}\n{markdown_table()}\n{DOC_END}{tail}"
+    """``doc`` with the current table (and diagnosis, where it has the markers) between their markers."""
+    doc = _between(doc, DOC_START, DOC_END, markdown_table())
+    return _between(doc, DIAG_START, DIAG_END, diagnosis_table()) if DIAG_START in doc else doc

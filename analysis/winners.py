@@ -22,7 +22,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import frames, model_provenance
+from analysis import equivalence, frames, model_provenance
 from analysis.metrics import Metric, get_metric
 
 GROUP = ("gpu", "family", "workload", "concurrency")
@@ -167,11 +167,15 @@ def winners(
     *, slo_ttft_ms: float = 2000.0, slo_tpot_ms: float = 50.0, best_depth_per_method: bool = False,
     draft_models: dict[str, str] | None = None,
     model_error: bool = True,
+    margin_pct: float = equivalence.DEFAULT_MARGIN_PCT,
+    default: tuple[str, int] | None = equivalence.DEFAULT_CANDIDATE,
 ) -> dict:
     """The winner of every group under the filters, as the CLI's JSON document (DESIGN contract).
 
     ``model_error=False`` takes the model draws out of simulated cells' replicates (sampling noise only): for
-    comparing two simulated runs, whose cells share every draw, so the model's error cancels between them."""
+    comparing two simulated runs, whose cells share every draw, so the model's error cancels between them.
+    ``margin_pct``: practical equivalence (analysis.equivalence); ``default``: the deployed (method, depth), a
+    tie-break of the sensible pick and the reference of each cell's ``default`` entry."""
     m = get_metric(metric)
     cells = frames.cells(con, f or frames.Filters())
     # A synthetic-acceptance cell measured step cost at a given acceptance, not the method: it never wins.
@@ -187,7 +191,7 @@ def winners(
             reps = reps / model[:, : reps.shape[1]]
         model = None
     return decide_groups(cells, values, reps, m, best_depth_per_method=best_depth_per_method, model=model,
-                         draft_models=draft_models)
+                         draft_models=draft_models, margin_pct=margin_pct, default=default)
 
 
 def deploy_for(row: dict, draft_models: dict[str, str] | None = None) -> dict:
@@ -203,7 +207,11 @@ def deploy_for(row: dict, draft_models: dict[str, str] | None = None) -> dict:
 
 def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric, *,
                   best_depth_per_method: bool = False, model: np.ndarray | None = None,
-                  draft_models: dict[str, str] | None = None) -> dict:
+                  draft_models: dict[str, str] | None = None,
+                  margin_pct: float = equivalence.DEFAULT_MARGIN_PCT,
+                  default: tuple[str, int] | None = equivalence.DEFAULT_CANDIDATE) -> dict:
+    if not (np.isfinite(margin_pct) and 0 <= margin_pct <= 100):
+        raise ValueError(f"equivalence margin {margin_pct} %: expected 0–100")
     out_cells = []
     all_rows = cells.to_dicts()  # once, not per group: the rerun of a dashboard page waits on this
     all_ivals = _interval_list(reps, cells.height)
@@ -237,6 +245,11 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
         gain = None
         if base is not None and v[base] and np.isfinite(v[base]):
             gain = ((v[w] / v[base]) if m.higher_is_better else (v[base] / v[w])) * 100 - 100
+        gain_ci = None  # paired bootstrap: the same replicates of winner and baseline
+        if gain is not None and r.size:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = r[w] / r[base] if m.higher_is_better else r[base] / r[w]
+            gain_ci = [_num(x * 100 - 100) for x in interval(ratio * 1.0)]
         edge = grid_edge(group_rows, group_values, next(
             j for j, row in enumerate(group_rows) if row["cell_id"] == rows[w]["cell_id"]))
         out_cells.append({
@@ -247,10 +260,12 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
             "clear": d.clear,
             "tied": [{"method": rows[j]["method"], "depth": int(rows[j]["depth"]), "value": _num(v[j])}
                      for j in d.tied] if not d.clear else [],
+            **equivalence.cell_fields(rows, v, d.order, d.tied if not d.clear else [w], m, margin_pct, default, ru),
             "top3": [_cand(rows[j], v[j], d.intervals[j], m) for j in d.order[:3] if np.isfinite(v[j])],
             "at_grid_edge": edge is not None,
             "grid_edge": edge,
             "gain_vs_none_pct": _num(gain) if gain is not None else None,
+            "gain_vs_none_ci_pct": gain_ci,
             "baseline_value": _num(v[base]) if base is not None else None,
             "backend": rows[w]["backend"],
             "provenance": model_provenance.for_row(rows[w]),
@@ -262,7 +277,11 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
                           if rows[j].get("origin") == "predicted"],
             "deploy": deploy_for(rows[w], draft_models) if "model" in rows[w] else None,
         })
+        pick = out_cells[-1]["pick"]
+        pick_row = next(r for r in rows if r["method"] == pick["method"] and int(r["depth"]) == pick["depth"])
+        pick["deploy"] = deploy_for(pick_row, draft_models) if "model" in pick_row else None
     backends = sorted({row["backend"] for row in all_rows})
     return {"metric": m.name, "higher_is_better": m.higher_is_better, "cells": out_cells, "backends": backends,
             "simulated": "sim" in backends, "value_column": m.value_column,
+            "equivalence_margin_pct": margin_pct, "pick_rule": equivalence.RULE,
             "whole_window_column": m.whole_window_column}

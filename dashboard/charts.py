@@ -14,6 +14,7 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from analysis import labels as notation
 from analysis.metrics import METRICS
 from dashboard import theme
 
@@ -73,12 +74,12 @@ def _digits(metric: str) -> int:
 
 
 def cand(method: str, depth: int | None) -> str:
-    """A candidate's short name: ``eagle3·3``; the baseline has no depth."""
-    return "none" if method == "none" else f"{method}·{depth}"
+    """A candidate's short name: ``eagle3·3``; the baseline has no depth (analysis.labels, one notation)."""
+    return notation.candidate(method, depth)
 
 
 def _cand_expr() -> pl.Expr:
-    return pl.when(pl.col("method") == "none").then(pl.lit("none")).otherwise(pl.format("{}·{}", "method", "depth"))
+    return notation.candidate_expr()
 
 
 def winner_rows(doc: dict) -> pl.DataFrame:
@@ -92,11 +93,15 @@ def winner_rows(doc: dict) -> pl.DataFrame:
         gain_txt = "baseline" if w["method"] == "none" else ("" if gain is None else f"{gain:+.0f}% vs none")
         edge = c.get("grid_edge")
         edge_txt = f"\n{EDGE_LABEL}" if edge else ""
-        if c["clear"]:
+        pick = c.get("pick") or w
+        pick_name = cand(pick["method"], pick["depth"])
+        verdict = c.get("verdict") or ("clear" if c["clear"] else "tie")
+        if verdict == "clear":
             label = f"{cand(w['method'], w['depth'])}\n{gain_txt}{edge_txt}"
-        else:
-            head = " ≈ ".join(tied[:2]) + (f" +{len(tied) - 2}" if len(tied) > 2 else "")
-            label = f"TIE\n{head}\n{gain_txt}{edge_txt}"
+        elif verdict == "equivalent":  # within the equivalence margin: any will do, the pick is named
+            label = f"≈ {len(c.get('equivalent') or [])} within margin\npick {pick_name}{edge_txt}"
+        else:  # a tie in plain words: how many, and the sensible pick among them
+            label = f"TIE ({len(tied)} tied)\npick {pick_name}\n{gain_txt}{edge_txt}"
         top = [f"{cand(t['method'], t['depth'])}: {_fmt(t['value'], d)} "
                f"[{_fmt(t['ci_low'], d)}, {_fmt(t['ci_high'], d)}]"
                + (f" (acceptance suspect: {t['acceptance_suspect']})" if t.get("acceptance_suspect") else "")
@@ -104,7 +109,9 @@ def winner_rows(doc: dict) -> pl.DataFrame:
         rows.append({
             "gpu": c["gpu"], "family": c["family"], "workload": c["workload"], "concurrency": c["concurrency"],
             "method": w["method"], "depth": w["depth"], "value": w["value"], "gain_vs_none_pct": gain,
-            "clear": c["clear"], "verdict": "clear winner" if c["clear"] else f"tie ({len(tied)} tied)",
+            "clear": c["clear"], "verdict": c.get("tie_text") or (
+                "clear winner" if c["clear"] else f"tie ({len(tied)} tied)"),
+            "pick": pick_name, "pick_rule": pick.get("reason", ""),
             "tied": ", ".join(tied), "label": label.rstrip("\n"),
             "lines": label.rstrip("\n").count("\n") + 1,
             "text_color": theme.TEXT_ON.get(w["method"], "#000000"),
@@ -196,6 +203,7 @@ def _heatmap_key(metric: str) -> list[str]:
     """The heatmap's subtitle: how to read a tie and the "% vs none" under each winner. For a lower-is-better
     metric a bare "+54 %" reads as "54 % more latency", so it says which way it goes."""
     lines = ["hatched = tie: no clear winner at 95 %; stripes show the tied methods",
+             "pick = the sensible pick within the equivalence margin (shallowest, deployed method, no drafter)",
              f"{EDGE_LABEL} = the winner's depth is the deepest (or shallowest) measured for its method: "
              "one outside the grid may do better"]
     m = METRICS.get(metric)
@@ -258,7 +266,7 @@ def candidates_chart(ranked: pl.DataFrame, metric_label: str) -> alt.LayerChart:
 def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "") -> alt.Chart:
     """Acceptance by draft position, one line per (method, depth)."""
     y_title = "cumulative acceptance r_i" if value == "acceptance" else "conditional acceptance p_i"
-    df = pos.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
+    df = pos.with_columns(_cand_expr().alias("candidate"))
     return alt.Chart(df.to_arrow()).mark_line(point=True).encode(
         x=alt.X("position:O", title="draft position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
@@ -274,7 +282,7 @@ def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "
 def positions_grid(pos: pl.DataFrame, value: str = "acceptance", legend_orient: str = "top") -> alt.FacetChart:
     """Acceptance by draft position for every (method, depth), faceted family × workload."""
     y_title = "cumulative r_i" if value == "acceptance" else "conditional p_i"
-    df = pos.with_columns(pl.format("{}·{}", "method", "depth").alias("candidate"))
+    df = pos.with_columns(_cand_expr().alias("candidate"))
     return alt.Chart(df.to_arrow()).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
         x=alt.X("position:O", title="draft position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),

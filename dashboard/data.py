@@ -78,10 +78,19 @@ def dimension_values(path: str, st_: tuple) -> dict[str, list]:
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
-def winners_doc(path: str, st_: tuple, metric: str, f: frames.Filters, slo: Slo, best_depth: bool = False) -> dict:
+def winners_doc(path: str, st_: tuple, metric: str, f: frames.Filters, slo: Slo, best_depth: bool = False,
+                margin_pct: float = 2.0) -> dict:
     with _reader(path).connection() as con:
         return winners.winners(con, metric, f, slo_ttft_ms=slo.ttft_ms, slo_tpot_ms=slo.tpot_ms,
-                               best_depth_per_method=best_depth)
+                               best_depth_per_method=best_depth, margin_pct=margin_pct)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def glance(doc: dict) -> dict:
+    """analysis.glance's one-sentence summary of a winners document (the CLI's ``summary``)."""
+    from analysis.glance import summary
+
+    return summary(doc)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)

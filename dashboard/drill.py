@@ -15,6 +15,7 @@ import streamlit as st
 from analysis.cellvalues import Slo
 from analysis.drilldown import Group, suspects
 from analysis.frames import Filters
+from analysis.labels import human_columns
 from analysis.schedule import schedule_table
 from dashboard import charts, data, export, state
 from dashboard.state import Param
@@ -31,7 +32,7 @@ def cell_label(value: str) -> str:
 
 
 def params(doc: dict) -> list[Param]:
-    cells = ("", *[cell_id(c["gpu"], c["family"], c["workload"]) for c in doc["cells"]])
+    cells = ("", *dict.fromkeys(cell_id(c["gpu"], c["family"], c["workload"]) for c in doc["cells"]))
     return [Param("cell", "one", "", cells, label="Cell", format_func=cell_label),
             Param("dlat", "one", "e2e_ms", LATENCY_COLS, label="Latency",
                   format_func=lambda c: c.replace("_ms", "").upper())]
@@ -71,8 +72,9 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
     verdict = next((c for c in doc["cells"] if cell_id(c["gpu"], c["family"], c["workload"]) == picked), None)
     if verdict:
         w = verdict["winner"]
-        text = (f"clear winner **{charts.cand(w['method'], w['depth'])}**" if verdict["clear"] else
-                "**tie** between " + ", ".join(charts.cand(t["method"], t["depth"]) for t in verdict["tied"]))
+        text = verdict.get("tie_text") or (
+            f"clear winner **{charts.cand(w['method'], w['depth'])}**" if verdict["clear"] else
+            "**tie** between " + ", ".join(charts.cand(t["method"], t["depth"]) for t in verdict["tied"]))
         origin = verdict.get("origin", "measured")
         if origin != "measured":
             text += (" (predicted: a cost-model value, not measured)" if origin == "predicted"
@@ -80,10 +82,11 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
         st.markdown(f"**{gpu} · {family} · {workload} · concurrency {concurrency}** — {text}")
         if (verdict.get("provenance") or {}).get("summary"):  # analysis says where the winner's numbers come from
             st.caption(f"Where the winner's numbers come from: {verdict['provenance']['summary']}")
-        if verdict.get("deploy"):
-            st.code(verdict["deploy"]["command"], language="bash")
-            if verdict["deploy"]["note"]:
-                st.warning(verdict["deploy"]["note"])
+        deploy = (verdict.get("pick") or {}).get("deploy") or verdict.get("deploy")  # deploy the sensible pick
+        if deploy:
+            st.code(deploy["command"], language="bash")
+            if deploy["note"]:
+                st.warning(deploy["note"])
         if verdict.get("predicted"):
             st.caption("Predicted (not measured) among the top candidates: "
                        + ", ".join(charts.cand(p["method"], p["depth"]) for p in verdict["predicted"]))
@@ -113,7 +116,7 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
     export.buttons(partial(charts.exported, "latency", samples, lat, title=lat_title, simulated=sim), samples,
                    name + f"_{lat}", f"{page}.drill.lat")
     with st.expander("Every candidate (table)"):
-        st.dataframe(ranked.drop("run_id", "cell_id"), hide_index=True)
+        st.dataframe(human_columns(ranked.drop("run_id", "cell_id")), hide_index=True)
     _schedules(page, metric, f, gpu, family, workload)
     return picked
 
@@ -130,7 +133,7 @@ def _schedules(page: str, metric: str, f: Filters, gpu: str, family: str, worklo
     if not rows.height:
         st.caption("No method has cells at two or more loads and depths here.")
         return
-    st.dataframe(rows.drop("command"), hide_index=True, key=f"{page}.drill.sched")
+    st.dataframe(human_columns(rows.drop("command")), hide_index=True, key=f"{page}.drill.sched")
     best = doc["schedules"][0] if doc["schedules"] else None
     for s in doc["schedules"]:
         if s["recommended"] and (best is None or not best["recommended"]

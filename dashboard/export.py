@@ -18,6 +18,8 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from analysis.labels import human_columns
+
 # Full-width forms too: some spreadsheet locales turn "＝" into "=" on entry.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "＝", "＋", "－", "＠")
 # Skipped before the first character is judged: spaces, and invisible characters (zero-width space/joiners,
@@ -86,7 +88,8 @@ def escape_formulas(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def csv_bytes(frame: pl.DataFrame) -> bytes:
-    return escape_formulas(_flat(frame)).write_csv().encode()
+    """CSV for a spreadsheet: human column titles (analysis.labels; Parquet keeps the machine names)."""
+    return escape_formulas(_flat(human_columns(frame))).write_csv().encode()
 
 
 def parquet_bytes(frame: pl.DataFrame) -> bytes:

@@ -1,17 +1,17 @@
-"""The Report button: the current view as a self-contained HTML file and as a PDF.
+"""The Report button: the current view as a self-contained HTML file and as a PDF a team lead can forward.
 
-Both carry the title, the filters, the charts, the tables, the provenance of the runs behind them and —
-whenever simulated rows are in the view — the simulated label. HTML: the charts as one inline Vega-Lite
-spec with the Vega JavaScript embedded (``inline=True``; no CDN, opens offline) plus escaped HTML tables.
-PDF: text pages (title, filters, label, tables, provenance; written directly by :mod:`dashboard.pdf`, so
-tables line up and a long table costs nothing) and one page per chart rendered by vl-convert, each with
-its name and the simulated label, merged with pypdf — pure Python, offline.
+Both have one structure: page 1 is the summary (the question, the answer per group or shard with its gain,
+interval, confidence in words and the whole deploy command, what is simulated and what measured), then the
+filters that apply, then the charts inline with captions, then the tables with human column titles, then the
+provenance of the runs. The content is decided in :mod:`analysis.report` (summary, applicable filters, human
+titles); this module only lays it out. HTML: one offline file, each chart an SVG picture from vl-convert (no
+script, no CDN). PDF: ReportLab (:mod:`dashboard.pdf`) with embedded Unicode fonts, charts as vl-convert PNGs.
 """
 
 from __future__ import annotations
 
+import base64
 import html
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,25 +19,31 @@ from datetime import UTC, datetime
 import altair as alt
 import polars as pl
 import streamlit as st
-from pypdf import PdfWriter
 
+from analysis.report import columns, filters
+from analysis.report import traffic as report_traffic
+from analysis.report import winners as report_winners
+from analysis.report.document import Summary, shell_lines
 from dashboard import charts, export, pdf
 
 SIM_LABEL = ("SIMULATED DATA: these numbers come from spectune's calibrated simulator (backend 'sim'), "
              "not from measurements on real GPUs.")
 MAX_TABLE_ROWS = 200
-MAX_CELL = 40  # characters of one cell in the PDF's text tables
 
 
 @dataclass
 class Report:
     title: str
     filters: dict[str, str]
-    charts: list[tuple[str, alt.TopLevelMixin]] = field(default_factory=list)  # unconfigured charts
+    # (name, chart) or (name, chart, caption); charts unconfigured
+    charts: list[tuple] = field(default_factory=list)
     tables: list[tuple[str, pl.DataFrame]] = field(default_factory=list)
     provenance: pl.DataFrame | None = None
     simulated: bool = False
     created: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
+    summary: Summary | None = None  # page 1: question, answers, sources
+    metric: str = ""  # the view's metric: filters that do not apply to it are left out
+    fonts: str = "auto"  # PDF fonts: "auto" (system DejaVu, else ReportLab's Vera) or "bundled" (Vera)
 
 
 PROVENANCE_COLS = ("run_id", "backend", "engine_version", "gpu_model", "host", "started_at", "source", "cells",
@@ -81,134 +87,237 @@ def column_texts(col: pl.Series) -> list[str]:
     return [cell_text(v, digits) for v in col.to_list()]
 
 
-def _html_table(frame: pl.DataFrame) -> str:
-    more = frame.height - MAX_TABLE_ROWS
-    frame = frame.head(MAX_TABLE_ROWS)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    texts = [column_texts(frame[c]) for c in frame.columns]
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(col[r])}</td>" for col in texts) + "</tr>"
-                   for r in range(frame.height))
-    note = f"<p class='meta'>… and {more:,} more rows (download the data as CSV or Parquet).</p>" if more > 0 else ""
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+def shown_filters(r: Report) -> dict[str, str]:
+    return filters.applicable(r.filters, r.metric) if r.metric else dict(r.filters)
 
 
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())  # no line breaks or tabs inside a cell
-    return text if len(text) <= width else text[:width - 1] + "…"
+def _chart_list(r: Report) -> list[tuple[str, alt.TopLevelMixin, str]]:
+    return [(c[0], c[1], c[2] if len(c) > 2 else "") for c in r.charts]
 
 
-def table_lines(frame: pl.DataFrame, width: int = pdf.CHARS_PER_LINE) -> list[str]:
-    """A table as aligned fixed-width text: numbers right-aligned, cells clipped at :data:`MAX_CELL`; a table
-    wider than ``width`` is split into column groups, each repeating the leading text columns (its keys:
-    family, workload …)."""
-    more = frame.height - MAX_TABLE_ROWS
-    frame = frame.head(MAX_TABLE_ROWS)
-    cols = [str(c) for c in frame.columns]
-    cells = [[_clip(t, MAX_CELL) for t in column_texts(frame[c])] for c in frame.columns]
-    numeric = [frame[c].dtype.is_numeric() for c in frame.columns]
-    widths = [max([len(_clip(h, MAX_CELL))] + [len(x) for x in col]) for h, col in zip(cols, cells, strict=True)]
-    keys: list[int] = []
-    for i in range(min(2, len(cols))):
-        if numeric[i] or sum(widths[j] + 2 for j in [*keys, i]) > width // 3:
-            break
-        keys.append(i)
-    groups: list[list[int]] = []
-    for i in range(len(cols)):
-        if groups and sum(widths[j] + 2 for j in groups[-1]) + widths[i] <= width:
-            groups[-1].append(i)
-        elif not groups or i in keys:
-            groups.append([i])
-        else:
-            groups.append([*keys, i])
-    out: list[str] = []
-    for g in groups:
-        if out:
-            out.append("")
-
-        def fmt(texts: list[str], g: list[int] = g) -> str:
-            return "  ".join(t.rjust(widths[j]) if numeric[j] else t.ljust(widths[j])
-                             for j, t in zip(g, texts, strict=True)).rstrip()
-
-        out.append(fmt([_clip(cols[j], MAX_CELL) for j in g]))
-        out.append("  ".join("-" * widths[j] for j in g))
-        out += [fmt([cells[j][r] for j in g]) for r in range(frame.height)]
-    if more > 0:
-        out.append(f"... and {more:,} more rows (download the data as CSV or Parquet)")
-    return out
-
-
-def to_html(r: Report) -> bytes:
-    header = [f"<h1>{html.escape(r.title)}</h1>", f"<p class='meta'>spectune report · {html.escape(r.created)}</p>"]
-    if r.simulated:
-        header.append(f"<p class='sim'>{html.escape(SIM_LABEL)}</p>")
-    header.append("<h2>Filters</h2><ul>" + "".join(
-        f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in r.filters.items()) + "</ul>")
-    tail = [f"<h2>{html.escape(name)}</h2>{_html_table(t)}" for name, t in r.tables]
-    prov = _provenance(r)
-    if prov.height:
-        tail.append(f"<h2>Provenance</h2>{_html_table(prov)}")
-    style = ("<style>body{font-family:sans-serif;margin:24px;} table{border-collapse:collapse;font-size:12px;"
-             "margin-bottom:16px;} td,th{border:1px solid #ccc;padding:2px 6px;} .sim{background:#fff3cd;"
-             "border:1px solid #e0a800;padding:8px;font-weight:bold;} .meta{color:#666;}</style>")
-    if r.charts:
-        # each chart keeps its own colour scale and legend (a ratio heatmap next to method bars, say)
-        combined = alt.vconcat(*[charts.titled(c, name) if not _has_title(c) else c for name, c in r.charts],
-                               spacing=32).resolve_scale(color="independent")
-        page = export.chart_bytes(charts.finish(combined, export=True), "html").decode()
-    else:
-        page = f"<!DOCTYPE html>\n<html>\n<head><meta charset='UTF-8'></head>\n<body>\n{CHART_DIV}\n</body>\n</html>"
-    # The inline vega-embed bundle itself contains "<head>", "<body>" and "</body>" in string literals: cut
-    # the page at the template's own chart <div> (after the bundle) and at its last </body>, never at the
-    # first occurrence of a tag.
-    at = page.index(CHART_DIV)
-    head_end = page.rindex("</head>", 0, at)
-    body_end = page.rindex("</body>")
-    title = f"<title>{html.escape(r.title)}</title>"
-    header.append("<h2>Charts</h2>" if r.charts else "")
-    page = (page[:head_end] + title + style + page[head_end:at] + "".join(header) + page[at:body_end]
-            + "".join(tail) + page[body_end:])
-    return page.encode()
-
-
-CHART_DIV = '<div class="vega-visualization" id="vis"></div>'
+def _titled(name: str, c: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    return c if _has_title(c) else charts.titled(c, name)
 
 
 def _has_title(c: alt.TopLevelMixin) -> bool:
     return c.to_dict(validate=False).get("title") is not None
 
 
-def _text_lines(r: Report) -> list[pdf.Line]:
-    L = pdf.Line
-    lines = [L(f"spectune report · {r.created}"), L("")]
+def _tables(r: Report) -> list[tuple[str, pl.DataFrame]]:
+    """The tables as a reader sees them (human titles, one candidate column), provenance last."""
+    out = [(name, columns.human_table(t)) for name, t in r.tables if t.height]
+    prov = _provenance(r)
+    if prov.height:
+        out.append(("Provenance", columns.human_table(prov)))
+    return out
+
+
+def caption(i: int, name: str, text: str) -> str:
+    return f"Figure {i}. {name}" + (f" — {text}" if text else "")
+
+
+# ---- HTML ------------------------------------------------------------------------------------------------
+
+STYLE = ("<style>body{font-family:'DejaVu Sans',Verdana,sans-serif;margin:24px;max-width:1400px;}"
+         "table{border-collapse:collapse;font-size:12px;margin-bottom:16px;}td,th{border:1px solid #ccc;"
+         "padding:2px 6px;vertical-align:top;text-align:left;}td.num{text-align:right;}th{background:#eee;}"
+         ".sim{background:#fff3cd;border:1px solid #e0a800;padding:8px;font-weight:bold;}.meta{color:#666;}"
+         "pre.cmd{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:4px 6px;margin:2px 0;}"
+         ".answer{font-weight:bold;font-size:14px;}.note{font-style:italic;color:#555;margin:2px 0;}"
+         "figure{margin:12px 0 24px 0;}figcaption{font-style:italic;color:#555;}"
+         "figure img{max-width:100%;height:auto;}</style>")
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _html_table(frame: pl.DataFrame) -> str:
+    more = frame.height - MAX_TABLE_ROWS
+    frame = frame.head(MAX_TABLE_ROWS)
+    head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
+    texts = [column_texts(frame[c]) for c in frame.columns]
+    kinds = [" class='num'" if frame[c].dtype.is_numeric() else "" for c in frame.columns]
+    body = "".join("<tr>" + "".join(f"<td{k}>{_e(col[i])}</td>" for col, k in zip(texts, kinds, strict=True))
+                   + "</tr>" for i in range(frame.height))
+    note = f"<p class='meta'>… and {more:,} more rows (download the data as CSV or Parquet).</p>" if more > 0 else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+
+
+def _html_summary(s: Summary) -> str:
+    out = [f"<h2>Question</h2><p>{_e(s.question)}</p>", "<h2>Answer</h2>"]
+    if s.answers:
+        rows = []
+        for a in s.answers:
+            notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in a.notes)
+            cmd = f"<pre class='cmd'>{_e(a.command)}</pre>" if a.command else ""
+            rows.append(f"<tr><td>{_e(a.group)}</td><td class='answer'>{_e(a.candidate)}</td><td>{_e(a.gain)}</td>"
+                        f"<td>{_e(a.confidence)}</td></tr><tr><td colspan='4'>{cmd}{notes}</td></tr>")
+        out.append("<table class='answers'><thead><tr><th>Group</th><th>Deploy</th><th>Gain</th><th>Confidence</th>"
+                   f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    else:
+        out.append("<p>No answer: nothing matches these filters.</p>")
+    out.append("<h2>Where the numbers come from</h2><ul>" + "".join(f"<li>{_e(x)}</li>" for x in s.sources)
+               + "</ul>")
+    if s.warnings:
+        out.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(x)}</li>" for x in s.warnings) + "</ul>")
+    return "".join(out)
+
+
+def to_html(r: Report) -> bytes:
+    parts = [f"<h1>{_e(r.title)}</h1>", f"<p class='meta'>spectune report · {_e(r.created)}</p>"]
     if r.simulated:
-        lines += [L("*** " + SIM_LABEL + " ***", strong=True), L("")]
-    lines.append(L("Filters", strong=True))
-    lines += [L(f"  {k}: {v}") for k, v in r.filters.items()]
-    if r.charts:
-        lines += [L(""), L("Charts (one page each, after the tables)", strong=True)]
-        lines += [L(f"  {name}") for name, _ in r.charts]
-    for name, t in [*r.tables, ("Provenance", _provenance(r))]:
-        if t.height == 0:
-            continue
-        lines += [L(""), L(name, strong=True)] + [L(x) for x in table_lines(t)]
-    return lines
+        parts.append(f"<p class='sim'>{_e(SIM_LABEL)}</p>")
+    if r.summary is not None:
+        parts.append(_html_summary(r.summary))
+    shown = shown_filters(r)
+    if shown:
+        parts.append("<h2>Filters</h2><ul>" + "".join(f"<li><b>{_e(k)}</b>: {_e(v)}</li>" for k, v in shown.items())
+                     + "</ul>")
+    chart_list = _chart_list(r)
+    if chart_list:
+        parts.append("<h2>Charts</h2>")
+    for i, (name, c, text) in enumerate(chart_list, start=1):
+        svg = export.chart_bytes(charts.finish(_titled(name, c), export=True, simulated=r.simulated), "svg")
+        # an <img> picture: its SVG runs no script and its ids cannot clash with another chart's
+        src = "data:image/svg+xml;base64," + base64.b64encode(svg).decode()
+        parts.append(f"<figure><img src='{src}' alt='{_e(name)}'><figcaption>{_e(caption(i, name, text))}"
+                     "</figcaption></figure>")
+    parts += [f"<h2>{_e(name)}</h2>{_html_table(t)}" for name, t in _tables(r)]
+    page = (f"<!DOCTYPE html>\n<html lang='en'>\n<head><meta charset='UTF-8'><title>{_e(r.title)}</title>{STYLE}"
+            f"</head>\n<body>\n{''.join(parts)}\n</body>\n</html>\n")
+    return page.encode()
+
+
+# ---- PDF -------------------------------------------------------------------------------------------------
+
+def _pdf_summary(s: Summary, st_: pdf.Styles) -> list:
+    flow: list = [*pdf.heading(st_, "Question"), st_.para(s.question, "body"), *pdf.heading(st_, "Answer")]
+    if s.answers:
+        widths = [150.0, 95.0, 215.0]
+        widths.append(pdf.FRAME_W - sum(widths))
+        width = pdf.code_chars(pdf.FRAME_W - 8, st_.f)
+        cells = [[st_.para(h, "head") for h in ("Group", "Deploy", "Gain", "Confidence")]]
+        spans = []
+        for a in s.answers:
+            cells.append([st_.para(a.group, "cell"), st_.para(a.candidate, "answer"), st_.para(a.gain, "cell"),
+                          st_.para(a.confidence, "cell")])
+            below = ([st_.lines(shell_lines(a.command, width), "code")] if a.command else []) + [
+                st_.para(n, "note") for n in a.notes]
+            cells.append([below or "", "", "", ""])
+            spans.append(len(cells) - 1)
+        t = pdf.Table(cells, colWidths=widths, repeatRows=1, hAlign="LEFT")
+        t.setStyle(pdf.TableStyle([
+            ("GRID", (0, 0), (-1, -1), 0.25, pdf.colors.HexColor("#bbbbbb")),
+            ("BACKGROUND", (0, 0), (-1, 0), pdf.colors.HexColor("#eeeeee")),
+            ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            *[("SPAN", (0, i), (-1, i)) for i in spans],
+            *[("BACKGROUND", (0, i), (-1, i), pdf.colors.HexColor("#f6f6f6")) for i in spans],
+        ]))
+        flow.append(t)
+    else:
+        flow.append(st_.para("No answer: nothing matches these filters.", "body"))
+    flow += pdf.heading(st_, "Where the numbers come from")
+    flow += [st_.para("• " + x, "body") for x in s.sources]
+    if s.warnings:
+        flow += pdf.heading(st_, "Warnings")
+        flow += [st_.para("• " + x, "body") for x in s.warnings]
+    return flow
+
+
+def _pdf_table(name: str, frame: pl.DataFrame, st_: pdf.Styles) -> list:
+    more = frame.height - MAX_TABLE_ROWS
+    frame = frame.head(MAX_TABLE_ROWS)
+    head = [str(c) for c in frame.columns]
+    cols = [column_texts(frame[c]) for c in frame.columns]
+    numeric = [frame[c].dtype.is_numeric() for c in frame.columns]
+    natural, least = pdf.column_widths(st_, head, cols)
+    keys = [i for i in range(min(2, len(head))) if not numeric[i]]
+    keys = keys[:1] if keys and keys[0] != 0 else keys
+    flow: list = pdf.heading(st_, name)
+    for g in pdf.column_groups(least, keys):
+        widths = pdf.fitted([natural[j] for j in g], [least[j] for j in g])
+        rows = [[cols[j][i] for j in g] for i in range(frame.height)]
+        flow += [pdf.table(st_, [head[j] for j in g], rows, [numeric[j] for j in g], widths), pdf.Spacer(1, 6)]
+    if more > 0:
+        flow.append(st_.para(f"… and {more:,} more rows (download the data as CSV or Parquet).", "meta"))
+    return flow
 
 
 def to_pdf(r: Report) -> bytes:
-    writer = PdfWriter()
-    writer.append(io.BytesIO(pdf.text_pdf(pdf.paginate(r.title, _text_lines(r)))))
-    for name, c in r.charts:
-        page = c if _has_title(c) else charts.titled(c, name)
-        writer.append(io.BytesIO(export.chart_bytes(charts.finish(page, export=True, simulated=r.simulated), "pdf")))
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
+    f = pdf.fonts(r.fonts)
+    st_ = pdf.Styles(f)
+    flow: list = [st_.para(r.title, "title"), st_.para(f"spectune report · {r.created}", "meta")]
+    if r.simulated:
+        flow.append(st_.para(SIM_LABEL, "sim"))
+    if r.summary is not None:
+        flow += _pdf_summary(r.summary, st_)
+    shown = shown_filters(r)
+    if shown:
+        flow += pdf.heading(st_, "Filters")
+        flow += [st_.para(f"{k}: {v}", "body") for k, v in shown.items()]
+    chart_list = _chart_list(r)
+    if chart_list:
+        flow += pdf.heading(st_, "Charts")
+    for i, (name, c, text) in enumerate(chart_list, start=1):
+        png = export.chart_bytes(charts.finish(_titled(name, c), export=True, simulated=r.simulated), "png")
+        flow.append(pdf.KeepTogether([pdf.image(png), st_.para(caption(i, name, text), "caption")]))
+    for name, t in _tables(r):
+        flow += _pdf_table(name, t, st_)
+    return pdf.build(flow, f, r.title, f"{r.title} · spectune report · {r.created}",
+                     SIM_LABEL if r.simulated else None)
+
+
+@dataclass(frozen=True)
+class View:
+    """What a page shows, as its report needs it: the metric (name and label) and the load."""
+
+    metric: str
+    metric_label: str
+    concurrency: object = None
+
+
+def winners_report(doc: dict, view: View, gpus: Sequence[str], families: Sequence[str], workloads: Sequence[str],
+                   shown_filters: dict[str, str], provenance: pl.DataFrame | None,
+                   charts_: list[tuple] | None = None, tables: list[tuple[str, pl.DataFrame]] | None = None) -> Report:
+    """The Winners page's report from its ``analysis.winners`` document: summary, one heatmap per GPU, one
+    table per GPU (or the page's own charts and tables, e.g. its every-load view)."""
+    at = f"{view.metric_label} · concurrency {view.concurrency}"
+    if tables is None:
+        tables = []
+        for g in gpus:
+            rows = charts.winner_rows({**doc, "cells": [c for c in doc["cells"] if c["gpu"] == g]})
+            if rows.height:
+                tables.append((f"{g} winners", rows.select(
+                    "family", "workload", "method", "depth", "value", "gain_vs_none_pct", "verdict", "pick",
+                    "pick_rule", "tied", "top1", "top2", "top3", "origin", "grid_edge", "whole_window",
+                    "provenance").rename({"value": view.metric_label})))
+    if charts_ is None:
+        charts_ = [(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads, at, select=False),
+                    f"the sensible pick per model family × workload on {g} by {view.metric_label} at concurrency "
+                    f"{view.concurrency}; a tied or equivalent cell names its pick, with the gain over none below")
+                   for g in gpus]
+    return Report(
+        title=f"spectune — winners by {view.metric_label}, concurrency {view.concurrency}",
+        filters=shown_filters, metric=view.metric,
+        summary=report_winners.summary(doc, view.metric_label, view.concurrency),
+        charts=charts_, tables=tables, provenance=provenance, simulated=doc["simulated"])
+
+
+def traffic_report(doc: dict, view: View, trace_name: str, shown_filters: dict[str, str],
+                   chart_list: list[tuple], tables: list[tuple[str, pl.DataFrame]],
+                   provenance: pl.DataFrame | None) -> Report:
+    """The Your-traffic page's report from its ``analysis.rescore`` document (the page's own charts)."""
+    return Report(title=f"spectune — your traffic ({trace_name})", filters=shown_filters, metric=view.metric,
+                  summary=report_traffic.summary(doc, trace_name, view.metric_label), charts=chart_list,
+                  tables=tables, provenance=provenance, simulated=doc["simulated"])
 
 
 def button(make: Callable[[], Report], name: str, key: str) -> None:
     """The Report button: a popover with the HTML and PDF downloads (built only when clicked)."""
     with st.popover("Report", icon=":material/description:"):
-        st.caption("The current view — title, filters, charts, tables, provenance — as one file.")
+        st.caption("The current view as one file: a summary (question, answer, deploy command), the filters, "
+                   "the charts, the tables and the provenance.")
         st.download_button("HTML report", data=lambda: to_html(make()), file_name=f"{name}_report.html",
                            mime="text/html", key=f"report.{key}.html", on_click="ignore")
         st.download_button("PDF report", data=lambda: to_pdf(make()), file_name=f"{name}_report.pdf",

@@ -33,6 +33,7 @@ class Param:
     lo: float | None = None  # bounds for "int" / "float"
     hi: float | None = None
     label: str = ""
+    step: float | None = None  # "float": the number input's step
     format_func: Callable[[Any], str] = field(default=str, compare=False)
 
 

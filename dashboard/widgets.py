@@ -11,6 +11,7 @@ import streamlit as st
 
 from analysis.cellvalues import Slo
 from analysis.frames import Filters
+from analysis.labels import human_columns, title
 from analysis.metrics import METRICS
 from dashboard import state
 from dashboard.state import Param
@@ -52,6 +53,18 @@ def p_slo() -> list[Param]:
             Param("slo_tpot", "float", 50.0, lo=0.1, hi=60_000.0, label="SLO: TPOT ≤ (ms)")]
 
 
+def p_margin() -> Param:
+    """Practical equivalence margin (%): candidates this close to the best count as equivalent."""
+    return Param("margin", "float", 2.0, lo=0.0, hi=50.0, step=0.5, label="Equivalence margin (%)")
+
+
+def table(frame: pl.DataFrame, **kwargs: Any) -> Any:
+    """A table on screen with human column titles (analysis.labels); machine names stay in Parquet/JSON."""
+    if "column_config" in kwargs:  # configs are keyed by the column's shown (human) title
+        kwargs["column_config"] = {title(k): v for k, v in kwargs["column_config"].items()}
+    return st.dataframe(human_columns(frame), **kwargs)
+
+
 def p_bool(key: str, label: str, default: bool = False) -> Param:
     return Param(key, "bool", default, label=label)
 
@@ -72,7 +85,7 @@ def render(page: str, p: Param, container: Any = None) -> Any:
         return c.select_slider(p.label, options=list(p.options), key=key,
                                value=st.session_state.get(state.init_key(page, p), p.default))
     if p.kind == "float":
-        return c.number_input(p.label, min_value=p.lo, max_value=p.hi, key=key, step=10.0)
+        return c.number_input(p.label, min_value=p.lo, max_value=p.hi, key=key, step=p.step or 10.0)
     if p.kind == "bool":
         return c.toggle(p.label, key=key)
     raise ValueError(p.kind)

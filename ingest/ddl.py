@@ -4,7 +4,7 @@ change (tests/ingest/test_store.py fails while this is stale).
 The store's DDL (DuckDB dialect), column lists and version as plain data, so opening the store never imports
 SQLAlchemy."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     'meta': (
@@ -133,6 +133,13 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'acceptance_rate',
         'acceptance_length',
         'steady_output_throughput',
+    ),
+    'cell_slo_hist': (
+        'run_id',
+        'cell_id',
+        'ttft_bin',
+        'tpot_bin',
+        'requests',
     ),
     'traces': (
         'trace_id',
@@ -350,6 +357,13 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'acceptance_length': 'DOUBLE PRECISION',
         'steady_output_throughput': 'DOUBLE PRECISION',
     },
+    'cell_slo_hist': {
+        'run_id': 'VARCHAR',
+        'cell_id': 'VARCHAR',
+        'ttft_bin': 'SMALLINT',
+        'tpot_bin': 'SMALLINT',
+        'requests': 'BIGINT',
+    },
     'traces': {
         'trace_id': 'VARCHAR',
         'name': 'VARCHAR',
@@ -451,6 +465,16 @@ DDL: tuple[str, ...] = (
         '\tacceptance_length DOUBLE PRECISION, \n'
         '\tsteady_output_throughput DOUBLE PRECISION, \n'
         '\tPRIMARY KEY (run_id, cell_id, replicate)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS cell_slo_hist (\n'
+        '\trun_id VARCHAR NOT NULL, \n'
+        '\tcell_id VARCHAR NOT NULL, \n'
+        '\tttft_bin SMALLINT NOT NULL, \n'
+        '\ttpot_bin SMALLINT NOT NULL, \n'
+        '\trequests BIGINT NOT NULL, \n'
+        '\tPRIMARY KEY (run_id, cell_id, ttft_bin, tpot_bin)\n'
         ')'
     ),
     (

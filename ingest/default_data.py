@@ -4,20 +4,106 @@ On first use of the default store path the DuckDB file is built from those files
 recomputed, deterministically, rather than shipped, and multiplied by the shipped model-draw factors), into a
 temporary file that is renamed into place, under
 a file lock so two processes never build it at once. ``scripts/build_default_data.py`` regenerates the Parquet.
+
+When the Parquet changes later (a ``git pull``, a regeneration), :func:`refresh_if_stale` replaces the default
+runs in the existing store and keeps every other run a user landed there. The check on every open is cheap: a
+sidecar file (``<store>.default-stamp``) holds the files' sizes and mtimes; only when they differ is the
+content hashed and compared with the hash the store recorded (meta ``default_data_sha256``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import hashlib
 import os
+import sys
 from pathlib import Path
 
 import polars as pl
 
-from ingest import paths, sql, store
+from ingest import ddl, paths, sql, store
 
 DEFAULT_DIR = paths.DATA_DIR / "default"
 TABLES = ("runs", "cells", "positions", "requests", "model_draws")
+HASH_KEY = "default_data_sha256"
+
+
+def files_stamp(folder: Path = DEFAULT_DIR) -> str:
+    """Names, sizes and mtimes of the default Parquet files: changes whenever a file is rewritten."""
+    parts = []
+    for name in TABLES:
+        try:
+            st = (folder / f"{name}.parquet").stat()
+        except OSError:
+            continue
+        parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    return " ".join(parts)
+
+
+def content_hash(folder: Path = DEFAULT_DIR) -> str:
+    h = hashlib.sha256()
+    for name in TABLES:
+        target = folder / f"{name}.parquet"
+        if target.exists():
+            h.update(name.encode())
+            h.update(target.read_bytes())
+    return h.hexdigest()
+
+
+def stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".default-stamp")
+
+
+def _write_stamp(path: Path, stamp: str) -> None:
+    with contextlib.suppress(OSError):  # a read-only folder: the content check runs again next time, nothing worse
+        stamp_path(path).write_text(stamp)
+
+
+def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
+    """Replace the default runs of the store at ``path`` when the default Parquet changed since it was built.
+
+    Only a store that holds the default runs (or records their hash) is touched; other runs stay. Returns
+    True when the store was refreshed."""
+    folder = DEFAULT_DIR if folder is None else folder
+    stamp = files_stamp(folder)
+    try:
+        if stamp_path(path).read_text() == stamp:
+            return False
+    except OSError:
+        pass
+    digest = content_hash(folder)
+    default_runs = pl.read_parquet(folder / "runs.parquet")["run_id"].to_list() if (
+        folder / "runs.parquet").exists() else []
+    try:
+        with contextlib.closing(store.connect(path, read_only=True, refresh_default=False, wait_s=2.0)) as ro:
+            recorded = sql.one(ro, "SELECT value FROM meta WHERE key = ?", [HASH_KEY])
+            held = sql.one(ro, "SELECT count(*) FROM runs WHERE run_id IN (SELECT unnest(?))", [default_runs])[0]
+        if (recorded and recorded[0] == digest) or (not recorded and not held):
+            _write_stamp(path, stamp)  # unchanged, or not a store built from the default data: never ours to change
+            return False
+        con = store.connect(path, read_only=False, refresh_default=False, wait_s=2.0)
+    except store.StoreLockedError:
+        print(f"note: the embedded default data may have changed, but {path} is open in another process; its "
+              "default runs are checked again on the next start", file=sys.stderr)
+        return False
+    try:
+        with store.transaction(con):
+            for table, columns in ddl.COLUMNS.items():
+                if "run_id" in columns:
+                    con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [default_runs])
+        tables = read_default_tables(folder)
+        if tables:
+            store.write_tables_bulk(con, tables)
+        con.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [HASH_KEY, digest])
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    _write_stamp(path, stamp)
+    print(f"note: the embedded default data changed; refreshed its runs in {path} (other runs kept)",
+          file=sys.stderr)
+    return True
 
 
 def _compact_requests(requests: pl.DataFrame) -> pl.DataFrame:
@@ -70,10 +156,12 @@ def build_default_db(path: Path, folder: Path = DEFAULT_DIR) -> None:
                 tables = read_default_tables(folder)
                 if tables:
                     store.write_tables_bulk(con, tables)
+                con.execute("INSERT INTO meta VALUES (?, ?)", [HASH_KEY, content_hash(folder)])
                 con.execute("CHECKPOINT")
             finally:
                 con.close()
             os.replace(tmp, path)
+            _write_stamp(path, files_stamp(folder))
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     lock_path.unlink(missing_ok=True)

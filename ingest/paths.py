@@ -25,3 +25,9 @@ def user_data_dir() -> Path:
 
 
 DEFAULT_DB = user_data_dir() / "spectune.duckdb" if INSTALLED else DATA_DIR / "spectune.duckdb"
+
+
+def default_db_path() -> Path:
+    """The store a command opens without ``--db``: ``$SPECTUNE_DB``, else :data:`DEFAULT_DB`."""
+    env = os.environ.get("SPECTUNE_DB")
+    return Path(env) if env else DEFAULT_DB

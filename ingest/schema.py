@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 metadata = MetaData()
 
 meta = Table(
@@ -170,6 +170,17 @@ model_draws = Table(
     Column("cell_id", String, primary_key=True),
     Column("replicate", SmallInteger, primary_key=True, autoincrement=False),
     *[Column(m, Double) for m in BOOTSTRAP_METRICS],
+)
+
+# Requests of each cell counted into the bins of a TTFT × TPOT SLO grid when the cell lands (ingest/goodput.py):
+# goodput under any SLO on the grid is a sum of bins, never a scan of request rows. Derived, so not exported.
+cell_slo_hist = Table(
+    "cell_slo_hist", metadata,
+    Column("run_id", String, primary_key=True),
+    Column("cell_id", String, primary_key=True),
+    Column("ttft_bin", SmallInteger, primary_key=True, autoincrement=False),
+    Column("tpot_bin", SmallInteger, primary_key=True, autoincrement=False),
+    Column("requests", BigInteger, nullable=False),
 )
 
 traces = Table(

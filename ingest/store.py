@@ -25,23 +25,19 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from ingest import cellstats, ddl, paths, sql, steady
+from ingest import cellstats, ddl, goodput, paths, sql, steady
 from ingest.bulk import bootstrap_frames, keep_cells, segments, steady_columns  # noqa: F401 (re-exported)
 from ingest.errors import UsageError
 from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
 
 REPO_ROOT = paths.ROOT
 DEFAULT_DB = paths.DEFAULT_DB
+default_db_path = paths.default_db_path
 LOCK_WAIT_S = 60.0
 
 
 class SchemaVersionError(UsageError):
     """The DB was written by a newer spectune."""
-
-
-def default_db_path() -> Path:
-    env = os.environ.get("SPECTUNE_DB")
-    return Path(env) if env else DEFAULT_DB
 
 
 def _now() -> datetime:
@@ -203,6 +199,8 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         for statement in ddl.DDL:
             con.execute(statement)
         _fill_added(con, add_missing_columns(con))
+        if found is not None and found < 3:  # cell_slo_hist is new in schema 3: bin the stored requests once
+            goodput.backfill(con)
         con.execute(
             "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [str(ddl.SCHEMA_VERSION)],
@@ -252,12 +250,19 @@ def _migrate_columns(path: Path, wait_s: float) -> None:
 
 
 def connect(
-    db: str | Path | None = None, *, read_only: bool = False, wait_s: float | None = None
+    db: str | Path | None = None, *, read_only: bool = False, wait_s: float | None = None,
+    refresh_default: bool = True,
 ) -> duckdb.DuckDBPyConnection:
-    """Open the store (building the embedded default data on first use of the default path)."""
+    """Open the store (building the embedded default data on first use of the default path, and refreshing
+    its default runs when that data changed since: ingest/default_data.py)."""
     path = Path(db) if db else default_db_path()
+    is_default = path.resolve() in (default_db_path().resolve(), DEFAULT_DB.resolve())
+    if is_default and path.exists() and refresh_default:
+        from ingest.default_data import refresh_if_stale
+
+        refresh_if_stale(path)
     if not path.exists():
-        if path.resolve() in (default_db_path().resolve(), DEFAULT_DB.resolve()):
+        if is_default:
             from ingest.default_data import build_default_db
 
             build_default_db(path)
@@ -352,7 +357,7 @@ def cell_status(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
 
 
 def delete_cell(con: duckdb.DuckDBPyConnection, run_id: str, cell_id: str) -> None:
-    for table in ("cells", "positions", "requests", "cell_bootstrap", "model_draws"):
+    for table in ("cells", "positions", "requests", "cell_bootstrap", "model_draws", "cell_slo_hist"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ? AND cell_id = ?", [run_id, cell_id])
 
 
@@ -475,7 +480,16 @@ def write_cell(
         for table in ("cells", "positions", "requests", "model_draws", "cell_bootstrap"):
             if table in frames:
                 _insert(con, table, frames[table])
+        if "requests" in frames:
+            goodput.land(con, _slo_columns(frames["requests"]))
     return True
+
+
+def _slo_columns(requests: pl.DataFrame) -> sql.ArrowStream:
+    """The columns goodput bins read; one an input lacks is null, as it would be in the requests table."""
+    kinds = {"ok": pl.Boolean, "ttft_ms": pl.Float64, "tpot_ms": pl.Float64}
+    cols = [pl.col(c) if c in requests.columns else pl.lit(None, kinds[c]).alias(c) for c in kinds]
+    return sql.ArrowStream(requests.select("run_id", "cell_id", *cols))
 
 
 def write_failed_cell(con: duckdb.DuckDBPyConnection, run_id: str, key: CellKey, error: str,
@@ -522,6 +536,8 @@ def write_tables_bulk(
             for table, frame in out.items():
                 _insert(con, table, frame)
                 added[table] = frame.height
+            if out.get("requests") is not None and out["requests"].height:
+                goodput.land(con, _slo_columns(out["requests"]))
             for table, frame in (extra or {}).items():
                 _insert(con, table, frame)
                 added[table] = frame.height

@@ -2,7 +2,8 @@
 # A new user's install, checked: a fresh virtualenv (temp folder) gets requirements.txt ALONE, then
 #   1. every command of the README's "CLI at a glance" runs (`python -m …`, default data + bundled samples,
 #      a small simulated run), each --json output parsed as one JSON document;
-#   2. the dashboard's AppTest smoke (streamlit.testing, no pytest: nothing beyond requirements.txt);
+#   2. the dashboard's AppTest smoke (streamlit.testing, no pytest: nothing beyond requirements.txt), and a PDF
+#      and an HTML report rendered with the fonts inside the reportlab wheel;
 #   3. `pip install .` into the same venv, then from outside the checkout: `spectune --version`, `winners --json`,
 #      `plan --matrix runner/matrices/default.toml`, `rescore data/samples/traces/azure_code.csv --json`, and
 #      `spectune dashboard` answering /_stcore/health.
@@ -81,6 +82,21 @@ if at.exception:
 if not at.get("vega_lite_chart"):
     sys.exit("dashboard drew no chart on the Winners page")
 PYEOF
+
+step "a PDF and an HTML report with requirements.txt only (ReportLab and the fonts its wheel ships)"
+(cd "$REPO" && "$PY" - <<'PYEOF'
+import polars as pl
+
+from analysis.report.document import Answer, Summary
+from dashboard import report
+
+cmd = "vllm serve m --speculative-config '{\"method\":\"dflash\",\"num_speculative_tokens\":5}'"
+s = Summary(question="q", answers=(Answer("MI355X · Qwen–Müller", "dflash·5", "+3 %", "tie ≈", cmd),), sources=("s",))
+r = report.Report(title="t", filters={}, tables=[("T", pl.DataFrame({"family": ["Qwen–Müller"]}))], summary=s,
+                  fonts="bundled")
+assert report.to_pdf(r)[:5] == b"%PDF-" and "dflash·5".encode() in report.to_html(r)
+PYEOF
+)
 
 step "pip install . and the spectune command, outside the checkout"
 t_install=$SECONDS

@@ -16,9 +16,16 @@ if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1
   apt-get update -qq && apt-get install -y -qq prometheus >/dev/null
 fi
 
+# Report tests: pdftoppm (poppler-utils) renders the PDF reports' pages; DejaVu is the PDF reports' font when
+# installed (without it they use the Vera fonts inside the reportlab wheel; tests cover both).
+if { ! command -v pdftoppm >/dev/null 2>&1 || [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; } \
+    && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+  apt-get update -qq && apt-get install -y -qq poppler-utils fonts-dejavu-core >/dev/null
+fi
+
 # A real vLLM server on this CPU (separate venv, tiny random Llama made offline): ~1.5 min the first time.
 bash scripts/setup_vllm_cpu.sh "$PWD/.vllm-cpu"
 export SPECTUNE_VLLM_ENV="$PWD/.vllm-cpu"
 
 python3 -m ruff check .
-python3 -m pytest "$@"
+python3 -m pytest --durations=25 "$@"  # the slowest tests are listed, to keep CI well inside its time

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from analysis.compare import COMPARED, CompareOptions, compare_runs, resolve_run
+from analysis.labels import candidate
 from analysis.metrics import METRICS
 from ingest.errors import UsageError
 
@@ -37,7 +38,7 @@ def _fmt(x: float | None, pct: bool = False) -> str:
 
 
 def _pair(side: dict) -> str:
-    return side["method"] if side["method"] == "none" else f"{side['method']}:{side['depth']}"
+    return side["method"] if side["method"] == "none" else candidate(side['method'], side['depth'])
 
 
 def movers(report: dict, metric: str, n: int = TOP_MOVERS) -> list[dict]:

@@ -11,6 +11,7 @@ import argparse
 import json
 from datetime import UTC, datetime
 
+from analysis.labels import candidate
 from analysis.production.ab import METRICS as AB_METRICS
 from ingest.errors import UsageError
 
@@ -76,15 +77,15 @@ def print_drift(doc: dict) -> None:
         rate = "n/a" if p["acceptance_rate"] is None else f"{p['acceptance_rate']:.3f}"
         exp = "no benchmark" if not b else (f"benchmark {b['acceptance_rate']:.3f} [{b['band'][0]:.3f}, "
                                             f"{b['band'][1]:.3f}] ({b['provenance']})")
-        print(f"{s['segment']}: {s['method']}:{s['depth']} on {s['family']}/{s['gpu']}/{s['workload']}  "
+        print(f"{s['segment']}: {candidate(s['method'], s['depth'])} on {s['family']}/{s['gpu']}/{s['workload']}  "
               f"acceptance {rate} vs {exp}, gap {_pct(s.get('gap_pct'))}")
         rec = s.get("recommendation")
         if s["status"] == "winner_changed":
-            print(f"  WINNER CHANGED: {rec['method']}:{rec['depth']} now wins clearly "
+            print(f"  WINNER CHANGED: {candidate(rec['method'], rec['depth'])} now wins clearly "
                   f"({_pct(rec['gain_vs_deployed_pct'])} vs deployed)  {rec['vllm_args']}")
         elif rec:
             verdict = "clear" if rec["clear"] else "tie"
-            print(f"  no change: best {rec['method']}:{rec['depth']} ({verdict})")
+            print(f"  no change: best {candidate(rec['method'], rec['depth'])} ({verdict})")
         else:
             print(f"  {s['status']}: {s.get('why', '')}")
     for w in doc["warnings"]:
@@ -124,7 +125,8 @@ def ab(args: argparse.Namespace) -> int:
     print(f"A/B on {doc['metric']} over {doc.get('blocks', 0)} block(s): {a['target']} vs {b['target']}")
     for arm in (a, b):
         m = arm.get("metrics", {}).get(doc["metric"], {})
-        print(f"  {arm['target']:<28} {arm.get('method')}:{arm.get('depth')}  {m.get('value')}  95% {m.get('ci')}")
+        name = candidate(arm.get("method"), arm.get("depth"))
+        print(f"  {arm['target']:<28} {name}  {m.get('value')}  95% {m.get('ci')}")
     if doc["verdict"] == "winner":
         print(f"winner: {doc['winner']} by {doc['gain_pct']:.1f}% (difference 95% {doc['difference_ci']})")
     elif doc["verdict"] == "tie":

@@ -14,6 +14,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from analysis.labels import candidate
 from analysis.rescore.trace import SHARD_BY
 from ingest.errors import InputError, UsageError
 
@@ -27,20 +28,27 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="file format (default: detected)")
     p.add_argument("--family", action="append", default=[], help="model family (repeatable; default: all)")
     p.add_argument("--gpu", action="append", default=[], help="GPU (repeatable; default: all)")
-    p.add_argument("--workload", default=None, help="workload for requests the trace leaves unlabelled")
+    p.add_argument("--workload", default=None, metavar="W",
+                   help="the workload (code, chat, reasoning …) of every request the file does not label itself: "
+                        "the explicit assignment, it replaces the file-name guess (Azure, Mooncake) and comes "
+                        "before the prompt classifier")
     p.add_argument("--default", default="mtp:3", metavar="METHOD:DEPTH", help="what you run today (default mtp:3)")
     p.add_argument("--metric", default="output_throughput", choices=METRIC_CHOICES)
     p.add_argument("--slo-ttft-ms", type=float, default=None, help="goodput SLO: TTFT ≤ this")
     p.add_argument("--slo-tpot-ms", type=float, default=None, help="goodput SLO: TPOT ≤ this")
-    p.add_argument("--shard-by", default="auto", choices=SHARD_BY, help="auto: shard column if any, else workload")
+    p.add_argument("--shard-by", default="auto", choices=SHARD_BY,
+                   help="auto: the shard column if any, else workload; column: the trace's shard column (a generic "
+                        "file names it with --map shard=COLUMN); output_length: output-length buckets; hour: hour "
+                        "of day from the first request; none: one shard")
     p.add_argument("--replicas", type=float, default=1.0, help="servers the trace is spread over (default 1)")
     p.add_argument("--concurrency", type=float, default=None, help="fixed load per server (overrides timestamps)")
     p.add_argument("--acceptance", default="auto", choices=["auto", "benchmark"],
                    help="auto: fit acceptance from the trace's counters when present")
     p.add_argument("--observed", default=None, metavar="METHOD:DEPTH",
                    help="config that produced the trace's counters (default: --default)")
-    p.add_argument("--draft-model", action="append", default=[], metavar="METHOD=PATH",
-                   help="drafter checkpoint to put in the config (eagle3, dflash, dspark …)")
+    p.add_argument("--drafter", "--draft-model", dest="draft_model", action="append", default=[],
+                   metavar="METHOD=PATH", help="drafter checkpoint of a method for the deploy command (repeatable; "
+                                                "eagle3, dflash, dspark …), e.g. --drafter eagle3=org/model")
     p.add_argument("--map", dest="maps", action="append", default=[], metavar="FIELD=COLUMN",
                    help="generic CSV/JSONL/Parquet: source column of a field (repeatable)")
     p.add_argument("--timestamp-unit", default=None, choices=TIMESTAMP_UNITS)
@@ -65,8 +73,10 @@ def _options(args: argparse.Namespace):
 def load_input(args: argparse.Namespace, con):
     """(frame, meta) from a file (read + classified) or a stored trace."""
     from analysis.rescore.stored import load_trace, looks_like_id
-    from ingest.classify import assign_workloads
+    from analysis.rescore.workload import assign_file, assign_stored, normalise_selector
     from ingest.trace_store import trace_id_for
+
+    selector = normalise_selector(args.workload)
 
     path = Path(args.trace)
     try:
@@ -79,17 +89,18 @@ def load_input(args: argparse.Namespace, con):
         from ingest.cli.trace import mapping_from_args
         from ingest.traces import read_trace
 
-        tf = read_trace(path, args.format, mapping_from_args(args.maps, args.timestamp_unit, path), args.workload)
-        frame, assignment = assign_workloads(tf.frame)
+        tf = read_trace(path, args.format, mapping_from_args(args.maps, args.timestamp_unit, path), None)
+        frame, source = assign_file(tf.frame, tf.format, tf.name, selector)
+        assignment = {"given": source.counts.get("file", 0) + source.counts.get("file name", 0)
+                      + source.counts.get("selector", 0), "classifier": source.counts.get("classifier", 0),
+                      "unknown": source.counts.get("unknown", 0)}
         return frame, {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format,
                        "file_hash": tf.file_hash, "source": "file", "workload_assignment": assignment,
-                       "dropped": dict(tf.dropped), "warnings": list(tf.warnings)}
+                       "workload_source": source.as_dict(), "dropped": dict(tf.dropped),
+                       "warnings": list(tf.warnings)}
     frame, meta = load_trace(con, args.trace)
-    if args.workload:
-        import polars as pl
-
-        frame = frame.with_columns(pl.col("workload").fill_null(args.workload.strip().lower()))
-    return frame, meta
+    frame, source = assign_stored(frame, meta, selector)
+    return frame, {**meta, "workload_source": source.as_dict()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,12 +127,20 @@ def _print(res: dict) -> None:
         print("SIMULATED data (backend=sim): predictions from calibrated model output, not measurements")
     t = res["trace"]
     mix = ", ".join(f"{w} {f:.0%}" for w, f in t["workload_mix"].items())
-    print(f"trace {t.get('trace_id', '')}: {t['requests']} requests ({mix}); default {res['default']['method']}:"
-          f"{res['default']['depth']}; metric {res['metric']}")
+    src = (t.get("workload_source") or {}).get("source")
+    d = res["default"]
+    print(f"trace {t.get('trace_id', '')}: {t['requests']} requests ({mix}"
+          + (f"; workload from {src}" if src and src != "unknown" else "") + "); default "
+          + ("none" if d["method"] == "none" else f"{d['method']}·{d['depth']}") + f"; metric {res['metric']}")
+    loads = [r["load"]["mean_concurrency"] for r in res["recommendations"] if r["load"]["mean_concurrency"]]
+    if loads:
+        span = f"{min(loads):.1f}" if min(loads) == max(loads) else f"{min(loads):.1f}–{max(loads):.1f}"
+        print(f"scored at a mean concurrency of {span} per server ({res['load']['source'].replace('_', ' ')})")
     for r in res["recommendations"]:
         gain = "" if r["gain_vs_default_pct"] is None else f"{r['gain_vs_default_pct']:+.1f}% vs default"
         verdict = "clear" if r["clear"] else "tie: " + ", ".join(
-            x.get("label", f"{x['method']}:{x['depth']}") for x in r["tied"][:4]) + (" …" if len(r["tied"]) > 4 else "")
+            x.get("label", candidate(x["method"], x["depth"])) for x in r["tied"][:4]
+        ) + (" …" if len(r["tied"]) > 4 else "")
         print(f"{r['gpu']:<7} {r['family']:<8} {r['shard'][:16]:<16} {r.get('label', r['method']):<10} {gain:<20} "
               f"{verdict}")
         svs = r.get("static_vs_scheduled")

@@ -21,6 +21,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from analysis.labels import candidate
 from analysis.production.expectation import expectation
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore.config import Choice
@@ -63,7 +64,7 @@ def _pick(rec: dict | None) -> dict | None:
     if rec is None:
         return None
     return {"method": rec["method"], "depth": rec["depth"], "clear": rec["clear"],
-            "tied": [f"{t['method']}:{t['depth']}" for t in rec["tied"]],
+            "tied": [candidate(t['method'], t['depth']) for t in rec["tied"]],
             "gain_vs_deployed_pct": rec["gain_vs_default_pct"], "gain_ci_pct": rec["gain_ci_pct"],
             "expected": rec["expected"], "vllm_args": rec["vllm_args"], "keep_deployed": rec["keep_default"]}
 
@@ -89,7 +90,7 @@ def decide(con: duckdb.DuckDBPyConnection, group: dict, totals: dict, opts: Drif
         return {**row, "status": "no_traffic", "why": "no drafted tokens in the period"}
     if exp is None:
         return {**row, "status": "no_benchmark",
-                "why": f"no benchmark cells for {family} {method}:{depth}"
+                "why": f"no benchmark cells for {family} {candidate(method, depth)}"
                        + (f" on {group['workload']}" if group.get("workload") else "")}
     deployed = Choice(method, int(depth))
     trace = segment_trace(seg, group.get("workload"), totals)

@@ -11,6 +11,8 @@ from datetime import datetime
 
 import polars as pl
 
+from analysis.labels import candidate
+
 WINDOW_SCHEMA = {"segment": pl.String, "config": pl.String, "window": pl.Datetime("us"), "acceptance_rate": pl.Float64,
                  "ci_low": pl.Float64, "ci_high": pl.Float64, "acceptance_length": pl.Float64,
                  "draft_tokens": pl.Float64, "intervals": pl.Int64, "resets": pl.Int64,
@@ -23,7 +25,7 @@ def _dt(text: str) -> datetime:
 
 
 def _config(s: dict) -> str:
-    return f"{s.get('method')}:{s.get('depth')}"
+    return candidate(s.get('method'), s.get('depth'))
 
 
 def windows(doc: dict) -> pl.DataFrame:
@@ -66,7 +68,7 @@ def recommendations(doc: dict) -> pl.DataFrame:
                      "production_acceptance": s["production"]["acceptance_rate"],
                      "benchmark_acceptance": b.get("acceptance_rate"), "benchmark": b.get("provenance"),
                      "gap_pct": s.get("gap_pct"), "status": s["status"],
-                     "recommended": f"{rec['method']}:{rec['depth']}" if rec else None,
+                     "recommended": candidate(rec['method'], rec['depth']) if rec else None,
                      "clear": rec.get("clear"), "gain_vs_running_pct": rec.get("gain_vs_deployed_pct"),
                      "deploy": rec.get("vllm_args"), "why": s.get("why")})
     return pl.DataFrame(rows, schema={"segment": pl.String, "running": pl.String, "family": pl.String,
@@ -83,7 +85,8 @@ def ab_arms(doc: dict) -> pl.DataFrame:
         arm = doc.get(side) or {}
         for metric, m in (arm.get("metrics") or {}).items():
             rows.append({"arm": side.upper(), "target": arm["target"],
-                         "config": f"{arm.get('method')}:{arm.get('depth')}", "metric": metric, "value": m["value"],
+                         "config": candidate(arm.get("method"), arm.get("depth")), "metric": metric,
+                         "value": m["value"],
                          "ci_low": m["ci"][0], "ci_high": m["ci"][1]})
     return pl.DataFrame(rows, schema={"arm": pl.String, "target": pl.String, "config": pl.String, "metric": pl.String,
                                       "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64})

@@ -4,7 +4,9 @@
 measured cells, ``fill`` fills unmeasured cells with the acceptance/cost model, ``score`` predicts a candidate's
 throughput and p99 per shard, ``drift`` re-scores under production acceptance, ``config`` parses choices and
 writes the deploy config, ``summary`` and ``compare`` shape the results for display, ``stored`` reads stored
-traces. ``rescore`` and ``RescoreOptions`` are loaded on first use, so importing a light submodule (``trace``,
+traces, ``shard`` holds the per-request shard keys, ``workload`` where workloads came from (and the explicit
+selector), ``default`` what the store knows about the user's default — the last two feed ``warnings``.
+``rescore`` and ``RescoreOptions`` are loaded on first use, so importing a light submodule (``trace``,
 ``config``) does not pay for the whole pipeline.
 """
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.labels import candidate
+
 
 def mix_drift(a: dict, b: dict) -> tuple[pl.DataFrame, float]:
     ma, mb = a["trace"]["workload_mix"], b["trace"]["workload_mix"]
@@ -37,8 +39,8 @@ def recommendation_changes(a: dict, b: dict) -> pl.DataFrame:
     rows = []
     for key in sorted(set(ra) | set(rb)):
         x, y = ra.get(key), rb.get(key)
-        wa = f"{x['method']}:{x['depth']}" if x else None
-        wb = f"{y['method']}:{y['depth']}" if y else None
+        wa = candidate(x['method'], x['depth']) if x else None
+        wb = candidate(y['method'], y['depth']) if y else None
         changed = wa != wb
         within_tie = bool(changed and x and y and (_in(x, y["method"], y["depth"]) or _in(y, x["method"], x["depth"])))
         rows.append({"family": key[0], "gpu": key[1], "shard": key[2], "winner_a": wa, "winner_b": wb,

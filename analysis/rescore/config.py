@@ -44,8 +44,8 @@ class Choice:
         if self.method == "none":
             return "none"
         if self.schedule:
-            return f"{self.method}:" + ",".join(f"{a}-{b}→{k}" for a, b, k in self.schedule)
-        return f"{self.method}:{self.depth}"
+            return f"{self.method}·" + ",".join(f"{a}-{b}→{k}" for a, b, k in self.schedule)
+        return f"{self.method}·{self.depth}"
 
 
 def scheduled(method: str, schedule: Schedule) -> Choice:
@@ -54,8 +54,8 @@ def scheduled(method: str, schedule: Schedule) -> Choice:
 
 
 def parse_choice(text: str) -> Choice:
-    """``mtp:3`` → Choice('mtp', 3); ``none`` (or ``none:0``) → the baseline. Raises UsageError."""
-    raw = (text or "").strip().lower()
+    """``mtp:3`` or ``mtp·3`` → Choice('mtp', 3); ``none`` (or ``none:0``) → the baseline. Raises UsageError."""
+    raw = (text or "").strip().lower().replace("·", ":")
     method, _, depth = raw.partition(":")
     if method not in KNOWN_METHODS:
         raise UsageError(f"--default {text!r}: unknown method {method!r} (expected one of {', '.join(KNOWN_METHODS)})")
@@ -75,6 +75,8 @@ def parse_draft_models(items: list[str]) -> dict[str, str]:
         method, sep, path = item.partition("=")
         if not sep or method.strip() not in KNOWN_METHODS or not path.strip():
             raise UsageError(f"--draft-model {item!r}: expected METHOD=PATH, e.g. eagle3=/models/eagle3")
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):  # a newline would split the printed command
+            raise UsageError(f"--draft-model {item!r}: the drafter path has a control character")
         out[method.strip()] = path.strip()
     return out
 

@@ -22,8 +22,11 @@ import polars as pl
 from analysis import calibration, model_provenance
 from analysis.deploy import serve_command
 from analysis.metrics import Metric, get_metric
+from analysis.rescore import default as default_standing
 from analysis.rescore import drift as drift_model
 from analysis.rescore import fill
+from analysis.rescore import shard as shard_keys
+from analysis.rescore import workload as workload_source
 from analysis.rescore.config import Choice, needs_draft_model, scheduled, speculative_config, vllm_args
 from analysis.rescore.matrix import CellSamples, Matrix, load_matrices
 from analysis.rescore.score import Prediction, ShardInput, collapse, score
@@ -193,9 +196,15 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
                          f"family={','.join(opts.families) or 'any'} gpu={','.join(opts.gpus) or 'any'} in the store")
     trace_wls = sorted(set(b.rows["workload"].to_list()))
     recs, cand_rows, taxes, drifts, warnings, scored_as_all = [], [], [], [], [], {}
+    summary = b.summary()
+    warnings += workload_source.warnings((meta or {}).get("workload_source"), summary["workload_mix"], b.requests)
+    warnings += shard_keys.warnings(b.shard_by, b.has_time, any(s != shard_keys.NO_SHARD for s in b.shards))
+    standings = []
     observed = opts.observed or opts.default
     for (family, gpu), m in sorted(matrices.items()):
         store = m.workloads
+        standing = default_standing.standing(m, opts.default)
+        default_prov: dict[str, float] = {}
         mapping, scored_as = workload_mapping(trace_wls, store)
         scored_as_all.update(scored_as)
         drift = drift_model.compute(b.counters, m, observed, mapping, store)
@@ -229,17 +238,24 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
             recs.append(rec)
             cand_rows += rows
             if opts.default in scored:
+                for k, v in preds[scored.index(opts.default)].provenance.items():
+                    default_prov[k] = default_prov.get(k, 0.0) + v * rec["requests"]
                 st_default += preds[scored.index(opts.default)].server_s
                 st_best += preds[rec.pop("_winner_index")].server_s
             rec.pop("_winner_index", None)
+        total = sum(default_prov.values())
+        standing["scored"] = total > 0
+        standing["provenance"] = {k: round(v / total, 6) for k, v in sorted(default_prov.items())} if total else {}
+        standings.append(standing)
         if st_best > 0 and st_default > 0:
             taxes.append({"family": family, "gpu": gpu, "output_throughput_gain_pct": _num(
                 (st_default / st_best - 1) * 100, 2)})
+    warnings += default_standing.warnings(standings)
     backends = sorted({be for m in matrices.values() for be in m.backends})
-    summary = b.summary()
     return {
         "trace": {**(meta or {}), **summary, "workload_scored_as": scored_as_all},
         "default": {"method": opts.default.method, "depth": opts.default.depth},
+        "default_status": standings,
         "metric": metric.name, "higher_is_better": metric.higher_is_better,
         "slo": {"ttft_ms": opts.slo[0], "tpot_ms": opts.slo[1]} if opts.slo else None,
         "load": {"source": "given" if opts.concurrency is not None else
@@ -306,6 +322,8 @@ def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list
         "method": win.method, "depth": win.depth, "gain_vs_default_pct": _num(gain, 2), "gain_ci_pct": gain_ci,
         "expected": _expected(wp),
         "default_expected": _expected(preds[di]) if di is not None else None,
+        # where the default's numbers came from (share of requests per cell provenance); the winner's is below
+        "default_provenance": preds[di].provenance if di is not None else None,
         "speculative_config": config, "vllm_args": vllm_args(config),
         "needs_draft_model": needs_draft_model(win, opts.draft_models),
         "clear": d.clear, "tied": [] if d.clear else [{"method": scored[j].method, "depth": scored[j].depth,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.labels import candidate, candidate_expr
 from analysis.rescore.trace import TraceBuckets, time_profile
 
 
@@ -45,11 +46,11 @@ def recommendations(doc: dict) -> pl.DataFrame:
             "method": r["method"], "depth": r["depth"], "gain_vs_default_pct": r["gain_vs_default_pct"],
             "gain_ci_low": ci[0], "gain_ci_high": ci[1],
             "verdict": "clear" if r["clear"] else "tie: " + ", ".join(
-                f"{t['method']}:{t['depth']}" if t["method"] != "none" else "none" for t in r["tied"]),
+                candidate(t['method'], t['depth']) if t["method"] != "none" else "none" for t in r["tied"]),
             "keep_default": r["keep_default"],
             "output_throughput": r["expected"]["output_throughput"], "p99_e2e_ms": r["expected"]["p99_e2e_ms"],
             "mean_concurrency": r["load"]["mean_concurrency"], "vllm_args": r["vllm_args"],
-            "config": r.get("label") or f"{r['method']}:{r['depth']}",
+            "config": r.get("label") or candidate(r['method'], r['depth']),
             "schedule_gain_pct": (r.get("static_vs_scheduled") or {}).get("gain_pct"),
             "command": (r.get("deploy") or {}).get("command"),
         })
@@ -69,7 +70,7 @@ def candidates(doc: dict) -> pl.DataFrame:
     base = frame.filter(pl.col("is_default")).select("family", "gpu", "shard", pl.col("value").alias("_base"))
     frame = frame.join(base, on=["family", "gpu", "shard"], how="left")
     ratio = (pl.col("value") / pl.col("_base")) if doc["higher_is_better"] else (pl.col("_base") / pl.col("value"))
-    label = pl.when(pl.col("method") == "none").then(pl.lit("none")).otherwise(pl.format("{}:{}", "method", "depth"))
+    label = candidate_expr()
     if "label" in frame.columns:  # a depth schedule's candidate is named by its ranges
         label = pl.coalesce(pl.col("label"), label)
     return frame.with_columns(((ratio - 1) * 100).alias("gain_vs_default_pct"), label.alias("candidate")).drop("_base")
@@ -79,3 +80,21 @@ def tax(doc: dict) -> pl.DataFrame:
     """Per shard: what the default costs against the recommendation (gain %, interval, winning method)."""
     return recommendations(doc).select("family", "gpu", "shard", "method", "depth", "gain_vs_default_pct",
                                        "gain_ci_low", "gain_ci_high", "requests")
+
+
+def operating_load(doc: dict) -> dict[str, str]:
+    """The concurrency per server the trace was scored at, for a KPI: ``value`` (one number or the range
+    over shards) and ``how`` (arrival rate, assumed or given)."""
+    loads = sorted(r["load"]["mean_concurrency"] for r in doc["recommendations"]
+                   if r["load"].get("mean_concurrency") is not None)
+    value = "—" if not loads else (f"{loads[0]:.1f}" if loads[0] == loads[-1] else f"{loads[0]:.1f}–{loads[-1]:.1f}")
+    load = doc["load"]
+    if load["source"] == "given":
+        how = f"fixed at {load['concurrency']:g} requests in flight per server (your choice)"
+    elif load["source"] == "arrival_rate":
+        how = (f"mean requests in flight per server, from the trace's arrival rate spread over "
+               f"{load['replicas']:g} server(s)")
+    else:
+        grids = sorted({c for r in doc["recommendations"] for c in r["load"].get("grid", [])})
+        how = f"assumed: the trace has no timestamps, so it is scored at the middle of the measured loads {grids}"
+    return {"value": value, "how": how}

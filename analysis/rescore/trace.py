@@ -10,9 +10,9 @@ downstream scores those rows, so the cost depends on the number of buckets, not 
 * time buckets are ``max(10 s, duration / 1000)`` wide (the whole duration when shorter than 10 s), so a
   one-week trace has ~1000 buckets; a trace without timestamps (or all at one instant) has one bucket
   and no arrival rate;
-* shards: the trace's shard column when it has one (``shard_by="auto"``), else the workload; the 20
-  busiest shards are kept and the rest pooled as ``(other)``; requests without a workload are
-  ``unknown``.
+* shards: a per-request key of analysis.rescore.shard (``auto``: the trace's shard column when it has
+  one, else the workload; or output-length bucket, hour of day, none); the 20 busiest shards are kept
+  and the rest pooled as ``(other)``; requests without a workload are ``unknown``.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from analysis.rescore import shard as shard_keys
+from analysis.rescore.shard import ALL_SHARD, NO_SHARD, SHARD_BY  # noqa: F401 (re-exported names)
+
 UNKNOWN = "unknown"
 OTHER_SHARD = "(other)"
-NO_SHARD = "(none)"
-ALL_SHARD = "all"
 MAX_SHARDS = 20
 MIN_BUCKET_S = 10.0
 MAX_TIME_BUCKETS = 1000
-SHARD_BY = ("auto", "workload", "column", "none")
 NEEDED = ("timestamp_s", "input_tokens", "output_tokens", "workload", "shard", "drafted_tokens", "accepted_tokens")
 
 
@@ -41,7 +41,7 @@ class TraceBuckets:
     rows: pl.DataFrame
     requests: int
     shards: list[str]  # busiest first
-    shard_by: str  # workload | column | none
+    shard_by: str  # a resolved analysis.rescore.shard kind: workload | column | output_length | hour | none
     has_time: bool
     duration_s: float | None
     bucket_s: float
@@ -81,14 +81,6 @@ def bucket_bounds(lb: int) -> tuple[float, float]:
     return 2.0 ** (lb / 2), 2.0 ** ((lb + 1) / 2)
 
 
-def _shard_expr(shard_by: str) -> pl.Expr:
-    if shard_by == "workload":
-        return pl.col("workload")
-    if shard_by == "column":
-        return pl.col("shard").fill_null(NO_SHARD)
-    return pl.lit(ALL_SHARD)
-
-
 def bucketize(trace: pl.DataFrame | pl.LazyFrame, shard_by: str = "auto") -> TraceBuckets:
     """Group a trace (ingest.traces schema; extra columns ignored) into re-scoring buckets."""
     if shard_by not in SHARD_BY:
@@ -110,15 +102,14 @@ def bucketize(trace: pl.DataFrame | pl.LazyFrame, shard_by: str = "auto") -> Tra
     n = int(stats["n"])
     if n == 0:
         raise ValueError("trace has no requests")
-    if shard_by == "auto":
-        shard_by = "column" if stats["has_shard"] else "workload"
+    shard_by = shard_keys.resolve(shard_by, bool(stats["has_shard"]))
     duration = float(stats["t1"] - stats["t0"]) if stats["ts_null"] == 0 else None
     has_time = duration is not None and duration > 0 and n >= 2
     bucket_s = max(min(MIN_BUCKET_S, duration), duration / MAX_TIME_BUCKETS) if has_time else 1.0
     n_buckets = max(1, math.ceil(duration / bucket_s - 1e-9)) if has_time else 1
     t_expr = (((pl.col("timestamp_s") - stats["t0"]) / bucket_s).floor().cast(pl.Int32).clip(0, n_buckets - 1)
               if has_time else pl.lit(0, pl.Int32))
-    lf = lf.with_columns(_shard_expr(shard_by).alias("shard"), t_expr.alias("t"),
+    lf = lf.with_columns(shard_keys.key_expr(shard_by).alias("shard"), t_expr.alias("t"),
                          length_bucket(pl.col("output_tokens")).alias("lb"))
     rows = lf.group_by(["shard", "t", "workload", "lb"]).agg(
         pl.len().alias("n"), pl.col("output_tokens").cast(pl.Int64).sum().alias("out_sum"),

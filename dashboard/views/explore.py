@@ -82,6 +82,7 @@ else:
 
 def _report() -> report.Report:
     return report.Report(title=f"spectune — {label} vs depth", filters=widgets.described(v, params),
+                         metric=v["metric"],
                          charts=[(curves_title, charts.depth_curves(curves, label, overlay, legend_orient="right"))],
                          tables=[("Cells", curves.drop("run_id", "cell_id"))],
                          provenance=data.runs(data.db_path(), data.stamp()),

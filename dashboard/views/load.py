@@ -57,6 +57,7 @@ else:
 
 def _report() -> report.Report:
     return report.Report(title=f"spectune — speedup vs load on {v['gpu']}", filters=widgets.described(v, params),
+                         metric=v["metric"],
                          charts=[(speedup_title, charts.speedup_chart(data.speedup_lines(s, not v["alldepths"]),
                                                                      not v["alldepths"], legend_orient="right"))],
                          tables=[("Break-even", data.break_even(s))],

@@ -9,6 +9,7 @@ from functools import partial
 
 import streamlit as st
 
+from analysis.labels import candidate
 from dashboard import data, export, production_chart, widgets
 from dashboard.state import Param
 
@@ -23,7 +24,7 @@ def _window_label(s: int) -> str:
 
 
 def _config_label(method: str, depth: int) -> str:
-    return "no speculative decoding" if method == "none" else f"{method}:{depth}"
+    return "no speculative decoding" if method == "none" else candidate(method, depth)
 
 
 def _deploy(vllm_args: str) -> str:
@@ -62,12 +63,12 @@ st.subheader("Current recommendation")
 for s in doc["segments"]:
     rec = s.get("recommendation")
     if s["status"] == "winner_changed":
-        st.error(f"**{s['segment']}** runs {s['method']}:{s['depth']}; with its production acceptance "
+        st.error(f"**{s['segment']}** runs {candidate(s['method'], s['depth'])}; with its production acceptance "
                  f"**{_config_label(rec['method'], rec['depth'])}** now wins clearly "
                  f"({rec['gain_vs_deployed_pct']:+.1f} % vs running). Deploy: {_deploy(rec['vllm_args'])}",
                  icon=":material/notifications_active:")
     elif rec:
-        st.success(f"**{s['segment']}** ({s['method']}:{s['depth']}): no change — best is "
+        st.success(f"**{s['segment']}** ({candidate(s['method'], s['depth'])}): no change — best is "
                    f"{_config_label(rec['method'], rec['depth'])} ({'clear' if rec['clear'] else 'tie'}).")
     else:
         st.info(f"**{s['segment']}**: {s['status'].replace('_', ' ')} — {s.get('why', '')}")
@@ -76,7 +77,7 @@ name = export.slug(PAGE, seg, _window_label(win))
 export.buttons(None, recs, name + "_recommendations", f"{PAGE}.recs")
 
 for s in doc["segments"]:
-    config = f"{s['method']}:{s['depth']}"
+    config = candidate(s['method'], s['depth'])
     wf = fr["windows"].filter(fr["windows"]["config"] == config)
     notes = fr["annotations"]
     title = f"Acceptance · {seg} · {config} · {_window_label(win)} windows"

@@ -15,6 +15,7 @@ import streamlit as st
 
 from analysis.cli.compare import to_markdown
 from analysis.compare import COMPARED, CompareOptions, compare_runs
+from analysis.labels import candidate
 from dashboard import data, export, widgets
 
 PAGE = "runs"
@@ -30,7 +31,7 @@ def drift(path: str, st_: tuple, run_a: str, run_b: str, metric: str) -> dict:
 
 
 def _pair(side: dict) -> str:
-    return side["method"] if side["method"] == "none" else f"{side['method']}:{side['depth']}"
+    return side["method"] if side["method"] == "none" else candidate(side['method'], side['depth'])
 
 
 def imports_table(runs: pl.DataFrame) -> pl.DataFrame:

@@ -21,12 +21,16 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from analysis.labels import candidate
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import compare as rescore_compare
 from analysis.rescore import summary as rescore_summary
-from analysis.rescore.config import parse_choice, parse_draft_models
+from analysis.rescore import workload as rescore_workload
+from analysis.rescore.config import NEEDS_DRAFT_MODEL, parse_choice, parse_draft_models
+from analysis.rescore.shard import DESCRIPTION as SHARD_DESCRIPTION
+from analysis.rescore.shard import SHARD_BY
 from analysis.rescore.stored import list_traces, load_trace
-from analysis.rescore.trace import SHARD_BY, bucketize
+from analysis.rescore.trace import bucketize
 from dashboard import charts, data, export, report, state, theme, widgets
 from ingest.errors import InputError, UsageError
 from ingest.paths import DATA_DIR
@@ -39,7 +43,7 @@ PAGE = "traffic"
 _CAP = os.environ.get("SPECTUNE_MAX_UPLOAD_MB", "200").strip()
 MAX_UPLOAD_MB = min(200, max(1, int(_CAP))) if _CAP.isdigit() else 200
 SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".csv.gz", ".jsonl.gz", ".json.gz")
-WORKLOADS = ("auto", "code", "chat", "reasoning")
+AS_ASSIGNED = "as assigned"
 # Bundled synthetic traces in the public formats' shapes (data/samples/traces/make_samples.py): a first look
 # for someone with no trace at hand. Stored like an upload, so they are listed and compared like one.
 SAMPLES_DIR = DATA_DIR / "samples" / "traces"
@@ -56,9 +60,12 @@ def _stored(path: str, st_: tuple) -> pl.DataFrame:
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner="Re-scoring the trace…")
-def _rescored(path: str, st_: tuple, trace_id: str, opts: RescoreOptions) -> tuple[dict, dict]:
+def _rescored(path: str, st_: tuple, trace_id: str, opts: RescoreOptions, workload: str | None = None
+              ) -> tuple[dict, dict]:
     with data.reader().connection() as con:
         frame, meta = load_trace(con, trace_id)
+        frame, source = rescore_workload.assign_stored(frame, meta, workload)
+        meta = {**meta, "workload_source": source.as_dict()}
         b = bucketize(frame, opts.shard_by)
         doc = rescore(con, b, opts, meta)
     summary = {"input": rescore_summary.length_histogram(frame, "input_tokens"),
@@ -76,14 +83,15 @@ def _suffix(name: str) -> str:
     return next((s for s in sorted(SUFFIXES, key=len, reverse=True) if low.endswith(s)), ".csv")
 
 
-def _read_and_store(path: Path, fmt: str, workload: str | None, mapping: TraceMapping | None, name: str,
+def _read_and_store(path: Path, fmt: str, mapping: TraceMapping | None, name: str,
                     limits: Limits, source_path: str) -> tuple[TraceFrame, str, bool]:
-    """Read, validate and classify a trace file (format detected by the reader when ``auto``), then store it."""
+    """Read, validate and classify a trace file (format detected by the reader when ``auto``), then store it.
+    The workload is chosen when re-scoring (the Workload box), not here: one stored trace, any assignment."""
     from ingest import store
     from ingest.cli.trace import read_assigned
     from ingest.trace_store import store_trace
 
-    tf, assignment = read_assigned(path, fmt, workload, mapping, name, limits)
+    tf, assignment = read_assigned(path, fmt, None, mapping, name, limits)
     with store.session(data.db_path()) as con:
         trace_id, new = store_trace(con, tf, assignment=assignment, source_path=source_path)
     return tf, trace_id, new
@@ -111,14 +119,14 @@ def _spooled(up, progress: Callable[[float], None] | None = None) -> Iterator[Pa
         shutil.rmtree(tmp, ignore_errors=True)  # uploaded bytes never outlive the request
 
 
-def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) -> tuple[str, bool]:
+def _ingest(up, fmt: str, mapping: TraceMapping | None) -> tuple[str, bool]:
     """Upload → temp file (fixed name) → read, validate, classify → store. Returns (trace_id, new)."""
     bar = st.progress(0.0, text="Receiving the upload…")
     with _spooled(up, lambda f: bar.progress(min(0.3, 0.3 * f), text="Receiving the upload…")) as path:
         bar.progress(0.35, text="Reading and validating every request…")
         # An upload may inflate (.gz) to at most 10× the upload cap: a zip bomb stops early, not at 4 GiB.
         limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10 * MAX_UPLOAD_MB * 1024 * 1024)
-        tf, trace_id, new = _read_and_store(path, fmt, workload, mapping, _safe_name(up.name), limits, "upload")
+        tf, trace_id, new = _read_and_store(path, fmt, mapping, _safe_name(up.name), limits, "upload")
         bar.progress(1.0, text=f"Stored {tf.frame.height:,} requests as trace {trace_id}.")
         return trace_id, new
 
@@ -126,7 +134,7 @@ def _ingest(up, fmt: str, workload: str | None, mapping: TraceMapping | None) ->
 def _ingest_sample(file: str) -> tuple[str, bool]:
     """A bundled sample trace → store, through the same reader as an upload."""
     path = SAMPLES_DIR / file
-    _, trace_id, new = _read_and_store(path, "auto", None, None, f"sample {file}", DEFAULT_LIMITS, str(path))
+    _, trace_id, new = _read_and_store(path, "auto", None, f"sample {file}", DEFAULT_LIMITS, str(path))
     return trace_id, new
 
 
@@ -181,10 +189,7 @@ def _upload_section() -> str | None:
     st.caption(f"Azure, BurstGPT, Mooncake, ShareGPT, vLLM JSONL, Spec-Bench, or any CSV/JSONL/Parquet with token "
                f"counts (up to {MAX_UPLOAD_MB} MB; .gz accepted). The file is read, validated, stored once per "
                "content (same bytes = same trace) and deleted.")
-    c1, c2 = st.columns(2)
-    fmt = c1.selectbox("Format", FORMAT_CHOICES, key=f"{PAGE}.format")
-    wl = c2.selectbox("Workload of unlabelled requests", WORKLOADS, key=f"{PAGE}.workload",
-                      help="auto: the file's own column, else the prompt classifier (docs/classifier.md), else unknown")
+    fmt = st.selectbox("Format", FORMAT_CHOICES, key=f"{PAGE}.format")
     up = st.file_uploader("Trace file", key=f"{PAGE}.upload", type=[s.lstrip(".") for s in SUFFIXES])
     if up is None:
         return _sample_section()
@@ -192,7 +197,7 @@ def _upload_section() -> str | None:
         st.error(f"error: {_safe_name(up.name)}: {up.size:,} bytes is over the {MAX_UPLOAD_MB} MB limit")
         return None
     done = st.session_state.setdefault(f"{PAGE}.done", {})
-    sig = (up.file_id, fmt, wl)
+    sig = (up.file_id, fmt)
     if sig in done:
         return None
     mapping = None
@@ -201,7 +206,7 @@ def _upload_section() -> str | None:
         if mapping is None:
             return None
     try:
-        trace_id, new = _ingest(up, fmt, None if wl == "auto" else wl, mapping)
+        trace_id, new = _ingest(up, fmt, mapping)
     except InputError as exc:
         text = exc.one_line().replace(str(exc.path), _safe_name(up.name))
         if mapping is None and ("unrecognised" in text or "pass a mapping" in text):
@@ -267,13 +272,19 @@ def _show(chart: alt.TopLevelMixin, frame: pl.DataFrame, name: str, key: str, co
 
 dims = data.dimension_values(data.db_path(), data.stamp())
 choices = ["none", *[f"{m}:{d}" for m in dims["method"] if m != "none" for d in dims["depth"] if d > 0]]
+drafter_methods = [m for m in dims["method"] if m in NEEDS_DRAFT_MODEL]
 params = [
     widgets.p_one("fam", "Model family", dims["family"]),
     widgets.p_one("gpu", "GPU", dims["gpu"]),
-    widgets.p_one("default", "What you run today", choices, default="mtp:3" if "mtp:3" in choices else "none"),
+    widgets.p_one("default", "What you run today", choices, default="mtp:3" if "mtp:3" in choices else "none",
+                  format_func=lambda c: c.replace(":", "·")),  # shown as mtp·3; the URL keeps mtp:3
+    widgets.p_one("workload", "Workload", (AS_ASSIGNED, *dims["workload"]),
+                  format_func=lambda w: "as assigned (file, file name or classifier)" if w == AS_ASSIGNED else w),
     widgets.p_one("metric", "Pick winners by", ("output_throughput", "p99_e2e_ms", "goodput"),
                   format_func=widgets.metric_label),
-    widgets.p_one("shard", "Shard by", SHARD_BY),
+    widgets.p_one("shard", "Shard by", SHARD_BY,
+                  format_func=lambda k: "auto (shard column, else workload)" if k == "auto"
+                  else f"{k.replace('_', ' ')}: {SHARD_DESCRIPTION[k]}"),
     *widgets.p_slo(),
 ]
 st.title("Your traffic")
@@ -293,27 +304,43 @@ label = lambda t: "—" if not t else f"{names.get(t, '')} · {t}"  # noqa: E731
 tid = st.selectbox("Trace", ids, key=state.widget_key(PAGE, trace_param), format_func=label)
 
 slo = widgets.slo(v)
-drafters_text = st.text_input("Drafter checkpoints for the deploy command (METHOD=PATH, comma-separated)",
-                              key=f"{PAGE}.drafters", placeholder="eagle3=/models/eagle3-qwen, dflash=/models/dflash")
-try:
-    drafters = parse_draft_models([x for x in (p.strip() for p in drafters_text.split(",")) if x])
-except UsageError as exc:
-    st.error(exc.one_line())
-    drafters = {}
+drafters: dict[str, str] = {}
+with st.expander("Drafter checkpoints for the deploy command", expanded=False):
+    st.caption("EAGLE-3, DFlash, DSpark, draft_model and medusa run a separately trained drafter: its path goes "
+               "into the printed `vllm serve` command (empty: the drafter the benchmark ran with, else a "
+               "placeholder the shell refuses until you fill it in).")
+    cols = st.columns(max(1, min(3, len(drafter_methods))))
+    for i, method in enumerate(drafter_methods):
+        path_ = cols[i % len(cols)].text_input(f"{method} drafter", key=f"{PAGE}.drafter.{method}",
+                                               placeholder=f"org/{method}-drafter or /models/{method}")
+        if path_.strip():
+            try:
+                drafters.update(parse_draft_models([f"{method}={path_.strip()}"]))
+            except UsageError as exc:
+                st.error(exc.one_line())
 opts = RescoreOptions(families=(v["fam"],), gpus=(v["gpu"],), default=parse_choice(v["default"]), metric=v["metric"],
                       slo_ttft_ms=slo.ttft_ms if v["metric"] == "goodput" else None,
                       slo_tpot_ms=slo.tpot_ms if v["metric"] == "goodput" else None, shard_by=v["shard"],
                       draft_models=drafters)
 doc = None
+selector = None if v["workload"] == AS_ASSIGNED else v["workload"]
 if tid:
-    doc, summary = _rescored(data.db_path(), data.stamp(), tid, opts)
+    doc, summary = _rescored(data.db_path(), data.stamp(), tid, opts, selector)
     widgets.banner(doc["simulated"])
+    for w in doc["warnings"]:  # the banner: what the answer rests on that the user did not choose
+        st.warning(w, icon=":material/report:")
     name = export.slug(PAGE, tid, v["fam"], v["gpu"])
     t = doc["trace"]
-    c1, c2, c3 = st.columns(3)
+    load_kpi = rescore_summary.operating_load(doc)
+    src = t.get("workload_source") or {}
+    c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric("Requests", f"{t['requests']:,}")
-    c2.metric("Shards", len(t["shards"]))
+    c2.metric("Shards", len(t["shards"]), help=f"by {SHARD_DESCRIPTION.get(t['shard_by'], t['shard_by'])}")
     c3.metric("Unknown workload", f"{t['workload_mix'].get('unknown', 0.0):.0%}")
+    c4.metric("Workload from", src.get("source", "—"),
+              help="which source labelled most requests: " + ", ".join(f"{k} {n:,}" for k, n in
+                                                                       (src.get("counts") or {}).items()))
+    c5.metric("Scored at concurrency", load_kpi["value"], help=load_kpi["how"])
     st.caption("Workloads: " + ", ".join(f"{w} {s:.0%} (scored as {t['workload_scored_as'].get(w)})"
                                         for w, s in t["workload_mix"].items()))
     mix = rescore_summary.mix_frame(t["workload_mix"])
@@ -352,7 +379,7 @@ if tid:
             span = f" (95 % interval {ci[0]:+.1f} to {ci[1]:+.1f} %)" if ci[0] is not None else ""
             ranges_ = ", ".join(f"batch {a}–{b}: depth {k}" for a, b, k in svs["scheduled"]["schedule"])
             st.markdown(f"Depth schedule per batch size ({ranges_}): {svs['gain_pct']:+.1f} %{span} vs static "
-                        f"`{svs['static']['method']}:{svs['static']['depth']}` on this shard's loads → "
+                        f"`{candidate(svs['static']['method'], svs['static']['depth'])}` on this shard's loads → "
                         f"**{svs['chosen']}** ({svs['rule']}).")
         st.code(r["deploy"]["command"], language="bash")
         if r["deploy"]["note"]:
@@ -360,18 +387,19 @@ if tid:
     if doc["acceptance"]["drift"]:
         st.subheader("Production vs benchmark acceptance")
         st.dataframe(pl.DataFrame(doc["acceptance"]["drift"]), hide_index=True)
-    for w in doc["warnings"]:
-        st.warning(w)
 
     def _report() -> report.Report:
-        tables = [("Recommendations", recs), ("Tax", rescore_summary.tax(doc))]
+        tables = [("Recommendations", recs.drop("vllm_args", "command")), ("Tax", rescore_summary.tax(doc))]
         if doc["acceptance"]["drift"]:
             tables.append(("Acceptance drift", pl.DataFrame(doc["acceptance"]["drift"])))
-        return report.Report(title=f"spectune — your traffic ({names.get(tid, tid)})",
-                             filters={**widgets.described(v, params), "Trace": label(tid)},
-                             charts=[("Candidates", _heatmap(cands)), ("Tax", _tax_chart(rescore_summary.tax(doc)))]
-                             if cands.height else [], tables=tables,
-                             provenance=data.runs(data.db_path(), data.stamp()), simulated=doc["simulated"])
+        metric_label = widgets.metric_label(v["metric"])
+        shown = [("Candidates", _heatmap(cands),
+                  f"{metric_label} of every scored candidate per shard, relative to today's default"),
+                 ("Tax", _tax_chart(rescore_summary.tax(doc)),
+                  "what keeping today's default costs per shard, with its 95 % interval")] if cands.height else []
+        return report.traffic_report(doc, report.View(v["metric"], metric_label), names.get(tid, tid),
+                                     {**widgets.described(v, params), "Trace": label(tid)}, shown, tables,
+                                     data.runs(data.db_path(), data.stamp()))
 
     report.button(_report, name, PAGE)
 
@@ -384,8 +412,8 @@ if len(ids) > 2:
     ta = c1.selectbox("Trace A", ids[1:], key=f"{PAGE}.cmp_a", format_func=label)
     tb = c2.selectbox("Trace B", ids[1:], index=1, key=f"{PAGE}.cmp_b", format_func=label)
     if ta and tb and ta != tb:
-        da, _ = _rescored(data.db_path(), data.stamp(), ta, opts)
-        db, _ = _rescored(data.db_path(), data.stamp(), tb, opts)
+        da, _ = _rescored(data.db_path(), data.stamp(), ta, opts, selector)
+        db, _ = _rescored(data.db_path(), data.stamp(), tb, opts, selector)
         cmp = rescore_compare.compare(da, db)
         st.metric("Mix drift (total variation)", f"{cmp['total_variation']:.1%}")
         st.dataframe(cmp["mix_drift"], hide_index=True)

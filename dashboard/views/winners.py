@@ -1,5 +1,8 @@
-"""Winners (landing page): who wins where — one heatmap per GPU, rows = family, columns = workload, at one
-concurrency; click a cell for its detail. Numbers come from analysis.winners (DESIGN's winner rule)."""
+"""Winners (landing page): who wins where. By default every load at once — per GPU, the sensible pick of each
+family × workload at each measured load (dashboard.load_strip) under a one-sentence summary (analysis.glance,
+the same as ``python -m analysis winners --json``'s ``summary``); one click on a load opens its heatmap (rows =
+family, columns = workload) with the drill-down of a cell. Numbers come from analysis.winners (DESIGN's winner
+rule) and analysis.equivalence (margin, sensible pick)."""
 
 from __future__ import annotations
 
@@ -7,26 +10,39 @@ from functools import partial
 
 import streamlit as st
 
-from dashboard import charts, data, drill, export, report, state, widgets
+from dashboard import charts, data, drill, export, load_strip, report, state, widgets
 
 PAGE = "winners"
+ALL = "all"
+
+
+def _load_label(c: object) -> str:
+    return "every load (at a glance)" if c == ALL else f"concurrency {c}"
+
+
+def _open_load(c: int) -> None:
+    st.session_state[f"{PAGE}.conc"] = c
+
 
 dims = data.dimension_values(data.db_path(), data.stamp())
 params = [
     widgets.p_metric(),
-    widgets.p_one("conc", "Concurrency", dims["concurrency"]),
+    widgets.p_one("conc", "Load", (ALL, *dims["concurrency"]), default=ALL, format_func=_load_label),
     widgets.p_many("gpu", "GPUs", dims["gpu"]),
     widgets.p_many("fam", "Model families", dims["family"]),
     widgets.p_many("wl", "Workloads", dims["workload"]),
     widgets.p_many("meth", "Methods", dims["method"]),
     widgets.p_depth(dims["depth"]),
     *widgets.p_slo(),
+    widgets.p_margin(),
     widgets.p_bool("best", "Best depth per method only"),
 ]
 
 st.title("Who wins where")
 st.caption("The fastest speculative-decoding method and depth per model family × workload, per GPU. "
-           "A winner is claimed only when its 95 % bootstrap interval against the runner-up excludes zero.")
+           "A winner is claimed only when its 95 % bootstrap interval against the runner-up excludes zero; "
+           "candidates within the equivalence margin count as equal, and every tie names its sensible pick "
+           "(shallowest depth, then the method you deploy today, then no drafter needed).")
 sidebar = [p.key for p in params if not p.key.startswith("slo")]
 v = widgets.setup(PAGE, params, sidebar=sidebar)
 if v["metric"] == "goodput":
@@ -36,14 +52,22 @@ if v["metric"] == "goodput":
                 widgets.render(PAGE, p, st.sidebar)
     v = state.values(PAGE, params)
 
-f = widgets.filters(v)
+all_loads = v["conc"] == ALL
+f_all = widgets.filters(v, concurrency=())
+f = f_all if all_loads else widgets.filters(v, concurrency=[v["conc"]])
 slo = widgets.slo(v)
-doc = data.winners_doc(data.db_path(), data.stamp(), v["metric"], f, slo, bool(v["best"]))
+margin = float(v["margin"])
+doc_all = data.winners_doc(data.db_path(), data.stamp(), v["metric"], f_all, slo, bool(v["best"]), margin)
+# one load's cells are the same decisions (a group is GPU × family × workload × load): filter, don't recompute
+doc = doc_all if all_loads else {**doc_all, "cells": [c for c in doc_all["cells"] if c["concurrency"] == v["conc"]]}
 widgets.banner(doc["simulated"])
 label = widgets.metric_label(v["metric"])
+glance = data.glance(doc_all)
+st.info(glance["text"], icon=":material/summarize:")
 families = [x for x in dims["family"] if not v["fam"] or x in v["fam"]]
 workloads = [x for x in dims["workload"] if not v["wl"] or x in v["wl"]]
 gpus = [g for g in dims["gpu"] if (not v["gpu"] or g in v["gpu"]) and any(c["gpu"] == g for c in doc["cells"])]
+where = "every load" if all_loads else f"concurrency {v['conc']}"
 
 drill_params = drill.params(doc)
 state.warn(drill.seed_and_keep(PAGE, drill_params))
@@ -51,49 +75,65 @@ state.warn(drill.seed_and_keep(PAGE, drill_params))
 if not doc["cells"]:
     st.info("No cells match these filters. Widen the filters in the sidebar.")
 shown: list[tuple[str, object]] = []
-for gpu in gpus:
-    key = f"{PAGE}.heatmap.{gpu}"
-    charts.show("winner_heatmap", doc, gpu, families, workloads, f"{label} · concurrency {v['conc']}", key=key,
-                on_select=drill.click_handler(PAGE, key))
-    rows = charts.winner_rows({**doc, "cells": [c for c in doc["cells"] if c["gpu"] == gpu]})
-    export.buttons(partial(charts.exported, "winner_heatmap", doc, gpu, families, workloads,
-                           f"{label} · concurrency {v['conc']}", select=False, simulated=doc["simulated"]),
-                   rows.drop("text_color", "lines"), export.slug(PAGE, v["metric"], gpu, f"c{v['conc']}"), key)
-    shown.append((gpu, rows))
+if all_loads:
+    loads = sorted({c["concurrency"] for c in doc["cells"]})
+    with st.container(horizontal=True, gap="small"):
+        st.markdown("One load's heatmap and the drill-down of a cell:")
+        for c in loads:
+            st.button(f"c = {c}", key=f"{PAGE}.open.{c}", on_click=_open_load, args=(c,))
+    for gpu in gpus:
+        key = f"{PAGE}.loads.{gpu}"
+        charts.display(load_strip.spec(doc, gpu, families, workloads, label), key=key)
+        rows = load_strip.rows(doc, gpu)
+        export.buttons(partial(load_strip.exported, doc, gpu, families, workloads, label,
+                               simulated=doc["simulated"]),
+                       rows.drop("shade"), export.slug(PAGE, v["metric"], gpu, "all-loads"), key)
+        shown.append((gpu, rows))
+else:
+    for gpu in gpus:
+        key = f"{PAGE}.heatmap.{gpu}"
+        charts.show("winner_heatmap", doc, gpu, families, workloads, f"{label} · concurrency {v['conc']}", key=key,
+                    on_select=drill.click_handler(PAGE, key))
+        rows = charts.winner_rows({**doc, "cells": [c for c in doc["cells"] if c["gpu"] == gpu]})
+        export.buttons(partial(charts.exported, "winner_heatmap", doc, gpu, families, workloads,
+                               f"{label} · concurrency {v['conc']}", select=False, simulated=doc["simulated"]),
+                       rows.drop("text_color", "lines"), export.slug(PAGE, v["metric"], gpu, f"c{v['conc']}"), key)
+        shown.append((gpu, rows))
 
-ties = [c for c in doc["cells"] if not c["clear"]]
+ties = [c for c in doc["cells"] if c.get("verdict", "tie" if not c["clear"] else "clear") != "clear"]
 if ties:
-    with st.expander(f"{len(ties)} tied cell(s): no clear winner at 95 %"):
+    with st.expander(f"{len(ties)} cell(s) without a clear winner (tied at 95 % or equivalent within "
+                     f"{margin:g} %) — each names its sensible pick"):
         for c in ties:
-            st.markdown(f"- **{c['gpu']} · {c['family']} · {c['workload']}**: "
-                        + " ≈ ".join(charts.cand(t["method"], t["depth"]) for t in c["tied"]))
+            st.markdown(f"- **{c['gpu']} · {c['family']} · {c['workload']} · c={c['concurrency']}**: "
+                        f"{c.get('tie_text', '')}")
 
 edges = [c for c in doc["cells"] if c.get("at_grid_edge")]
 if edges:
     with st.expander(f"{len(edges)} winner(s) at the edge of the depth grid: a depth outside it may do better"):
         for c in edges:
-            st.markdown(f"- **{c['gpu']} · {c['family']} · {c['workload']}**: "
+            st.markdown(f"- **{c['gpu']} · {c['family']} · {c['workload']} · c={c['concurrency']}**: "
                         f"{charts.cand(c['winner']['method'], c['winner']['depth'])} — {c['grid_edge']['text']}")
 
-drill.panel(PAGE, doc, drill_params, v["conc"], v["metric"], f, slo, label)
+if all_loads:
+    st.caption("Drill-down: open one load above (or pick it under Load in the sidebar), then click a cell.")
+else:
+    drill.panel(PAGE, doc, drill_params, v["conc"], v["metric"], f, slo, label)
 
 
 def _report() -> report.Report:
-    return report.Report(
-        title=f"spectune — winners by {label}, concurrency {v['conc']}",
-        filters=widgets.described(v, params),
-        charts=[(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads,
-                                                       f"{label} · concurrency {v['conc']}", select=False))
-                for g in gpus],
-        tables=[(f"{g} winners", rows.select("family", "workload", "method", "depth", "value", "gain_vs_none_pct",
-                                             "verdict", "tied", "top1", "top2", "top3", "origin", "command",
-                                             "grid_edge", "whole_window", "provenance"))
-                for g, rows in shown],
-        provenance=data.runs(data.db_path(), data.stamp()),
-        simulated=doc["simulated"],
-    )
+    view = report.View(v["metric"], label, "every load" if all_loads else v["conc"])
+    if not all_loads:
+        return report.winners_report(doc, view, gpus, families, workloads, widgets.described(v, params),
+                                     data.runs(data.db_path(), data.stamp()))
+    charts_ = [(f"{g} sensible pick at every load", load_strip.chart(doc, g, families, workloads, label),
+                f"the sensible pick per model family × workload on {g} by {label}, one panel per load")
+               for g in gpus]
+    tables = [(f"{g} sensible pick at every load", rows.drop("shade")) for g, rows in shown]
+    return report.winners_report(doc, view, gpus, families, workloads, widgets.described(v, params),
+                                 data.runs(data.db_path(), data.stamp()), charts_=charts_, tables=tables)
 
 
 st.divider()
-report.button(_report, export.slug(PAGE, v["metric"], f"c{v['conc']}"), PAGE)
+report.button(_report, export.slug(PAGE, v["metric"], "all-loads" if all_loads else f"c{v['conc']}"), PAGE)
 widgets.finish(PAGE, [*params, *drill_params])

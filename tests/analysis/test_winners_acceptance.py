@@ -59,7 +59,7 @@ def test_the_cli_says_why_an_acceptance_is_suspect(tmp_path: Path) -> None:
     db = _store(tmp_path)
     res = cli("analysis", "winners", "--db", str(db))
     assert res.returncode == 0, res.stderr
-    assert "acceptance suspect (eagle3:3): per-request verify steps sum 200 != /metrics counter delta 230" in res.stdout
+    assert "acceptance suspect (eagle3·3): per-request verify steps sum 200 != /metrics counter delta 230" in res.stdout
     doc = json.loads(cli("analysis", "winners", "--db", str(db), "--json").stdout)
     assert {c["method"]: c["acceptance_source"] for c in doc["cells"][0]["top3"]} == {"ngram": "per-request",
                                                                                      "eagle3": "per-request"}

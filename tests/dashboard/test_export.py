@@ -26,8 +26,15 @@ def test_chart_bytes_are_real_files():
 def test_csv_escapes_formulas_but_not_numbers():
     df = pl.DataFrame({"t": ["=1+1", "+cmd", "-x", "@SUM(A1)", "\tx", "plain"], "n": [-1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
     back = pl.read_csv(io.BytesIO(export.csv_bytes(df)))
-    assert back["t"].to_list() == ["'=1+1", "'+cmd", "'-x", "'@SUM(A1)", "'\tx", "plain"]
-    assert back["n"].to_list() == df["n"].to_list()
+    assert back["T"].to_list() == ["'=1+1", "'+cmd", "'-x", "'@SUM(A1)", "'\tx", "plain"]
+    assert back["N"].to_list() == df["n"].to_list()
+
+
+def test_csv_headers_are_human_titles_parquet_keeps_machine_names():
+    df = pl.DataFrame({"gain_vs_default_pct": [1.5], "keep_default": [True], "family": ["Qwen"]})
+    header = export.csv_bytes(df).decode().splitlines()[0]
+    assert header == "Gain vs default (%),Keep the default?,Model family"
+    assert pl.read_parquet(io.BytesIO(export.parquet_bytes(df))).columns == df.columns
 
 
 def test_parquet_round_trips():

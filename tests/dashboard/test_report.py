@@ -1,101 +1,161 @@
-"""Reports: self-contained offline HTML (spec inline, no external script) and a multi-page PDF."""
+"""Reports: the PDF (ReportLab) and the offline HTML share one structure — summary page, filters that apply,
+charts inline with captions, human-titled tables, provenance. The PDFs are rendered to PNG with pdftoppm and
+their text layer read with pypdf: the whole deploy command and every non-ASCII label must come back unchanged,
+with the system's DejaVu and with the Vera fonts inside the reportlab wheel (a requirements.txt-only machine)."""
 
 from __future__ import annotations
 
 import html as html_mod
 import io
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import altair as alt
 import polars as pl
+import pytest
+from PIL import Image
 from pypdf import PdfReader
 
+from analysis.report.document import Answer, Summary
 from dashboard import report
 
+COMMAND = ("vllm serve Qwen/Qwen3.5-397B-A17B --tensor-parallel-size 2 --speculative-config "
+           "'{\"method\":\"dspark\",\"num_speculative_tokens\":8,\"model\":\"/models/drafters/qwen3.5-397b-dspark"
+           "-drafter-checkpoint-final\"}'")
+FAMILY = "Qwen–Müller"  # en dash, umlaut
+WORKLOAD = "résumé·chat"
 
-def _report(simulated: bool) -> report.Report:
-    df = pl.DataFrame({"family": ["Qwen", "Gemma"], "v": [1.5, 2.5]})
-    chart = alt.Chart(df.to_arrow()).mark_bar().encode(x="family:N", y="v:Q")
+
+def _summary() -> Summary:
+    return Summary(question="Which method and depth is fastest?",
+                   answers=(Answer(group=f"MI355X · {FAMILY} · {WORKLOAD}", candidate="dflash·5",
+                                   gain="+29.4 % vs none (95 % interval −3.1 % to +72.6 %)",
+                                   confidence="tie with eagle3·2: dflash·5 ≈ eagle3·2 within the 95 % interval",
+                                   command=COMMAND, notes=("a note",)),),
+                   sources=("24 of 24 answers simulated.",))
+
+
+def _report(simulated: bool = True, metric: str = "output_throughput", fonts: str = "auto") -> report.Report:
+    df = pl.DataFrame({"family": [FAMILY, "Gemma"], "workload": [WORKLOAD, "code"], "method": ["dflash", "none"],
+                       "depth": [5, 0], "gain_vs_none_pct": [29.4417, 0.0], "tied": ["dflash·5 ≈ eagle3·2", ""]})
+    chart = alt.Chart(df.to_arrow()).mark_bar().encode(x="family:N", y="gain_vs_none_pct:Q")
     prov = pl.DataFrame({"run_id": ["r1"], "backend": ["sim" if simulated else "vllm"], "cells": [2]})
-    return report.Report(title="Test <report>", filters={"Metric": "Output throughput"}, charts=[("c1", chart)],
+    return report.Report(title="Test <report>", filters={"Metric": "Output throughput", "Depths": "1–8",
+                                                         "SLO: TTFT ≤ (ms)": "2000"},
+                         charts=[("c1", chart, "gain per family")],
                          tables=[("Table <1>", df.with_columns(pl.lit("=evil()").alias("note")))],
-                         provenance=prov, simulated=simulated)
+                         provenance=prov, simulated=simulated, summary=_summary(), metric=metric, fonts=fonts)
 
 
-def test_html_is_self_contained_and_labelled():
-    html = report.to_html(_report(True)).decode()
-    assert not re.search(r"<script[^>]+src=[\"']?https?:", html)
-    assert '"family"' in html and "Qwen" in html  # the chart spec and its data are inline
-    assert html_mod.escape(report.SIM_LABEL) in html and "Test &lt;report&gt;" in html and "Table &lt;1&gt;" in html
-    assert "<h2>Provenance</h2>" in html
+def _outside_scripts(html: str) -> str:
+    return re.sub(r"<script\b[^>]*>.*?</script>", "", html, flags=re.S | re.I)
+
+
+def pdf_text(data: bytes) -> list[str]:
+    return [p.extract_text() for p in PdfReader(io.BytesIO(data)).pages]
+
+
+def pdf_pngs(data: bytes, tmp_path: Path) -> list[Path]:
+    """Every page rendered by poppler's pdftoppm (a real reader: a broken PDF fails here)."""
+    pdf = tmp_path / "r.pdf"
+    pdf.write_bytes(data)
+    subprocess.run(["pdftoppm", "-r", "40", "-png", str(pdf), str(tmp_path / "page")], check=True, timeout=120)
+    return sorted(tmp_path.glob("page-*.png"))
+
+
+def commands_in(text: str) -> str:
+    """The page's text with shell continuation lines joined (what a pasted command reads as)."""
+    return text.replace(" \\\n", " ")
+
+
+def test_html_has_the_summary_then_filters_charts_with_captions_tables_with_human_titles():
+    page = report.to_html(_report()).decode()
+    assert "<script" not in page and not re.search(r"(src|href)=[\"']?https?:", page)  # offline, no script
+    assert html_mod.escape(report.SIM_LABEL) in page and "<h1>Test &lt;report&gt;</h1>" in page
+    order = [page.index(x) for x in ("<h2>Question</h2>", "<h2>Answer</h2>", "<h2>Where the numbers come from",
+                                     "<h2>Filters</h2>", "<h2>Charts</h2>", "<figure>", "<h2>Table &lt;1&gt;",
+                                     "<h2>Provenance</h2>")]
+    assert order == sorted(order)
+    assert html_mod.escape(COMMAND) in page  # whole, in a <pre> that wraps without cutting
+    assert "<figcaption>Figure 1. c1 — gain per family</figcaption>" in page
+    assert "data:image/svg+xml;base64," in page
+    heads = re.findall(r"<th>(.*?)</th>", page)
+    assert {"Model family", "Workload", "Candidate", "Gain vs none (%)", "Run", "Backend"} <= set(heads)
+    assert not {"family", "gain_vs_none_pct", "method", "depth", "run_id"} & set(heads)
+    assert "<td>dflash·5</td>" in page and "<td>none</td>" in page  # one notation
+    for label in (FAMILY, WORKLOAD, "≈", "–"):
+        assert label in page
+
+
+def test_filters_are_listed_only_when_they_apply():
+    assert "SLO: TTFT" not in report.to_html(_report(metric="output_throughput")).decode()
+    assert "SLO: TTFT" in report.to_html(_report(metric="goodput")).decode()
+    assert not any("SLO" in t for t in pdf_text(report.to_pdf(_report(metric="p99_e2e_ms"))))
 
 
 def test_html_without_simulated_rows_has_no_label():
     assert html_mod.escape(report.SIM_LABEL) not in report.to_html(_report(False)).decode()
 
 
-def test_pdf_has_a_text_page_and_a_chart_page():
-    data = report.to_pdf(_report(True))
-    assert data[:5] == b"%PDF-"
-    pdf = PdfReader(io.BytesIO(data))
-    assert len(pdf.pages) == 2
-    text = pdf.pages[0].extract_text()
-    assert "SIMULATED" in text and "Output throughput" in text and "r1" in text
-
-
-def _outside_scripts(html: str) -> str:
-    """The document a reader sees: everything but the contents of <script> elements."""
-    return re.sub(r"<script\b[^>]*>.*?</script>", "", html, flags=re.S | re.I)
-
-
-def test_html_header_filters_and_tables_are_in_the_document_not_inside_the_inline_script():
-    # the inline vega-embed bundle contains "<body>" and "</head>" in its own strings: a report that put its
-    # header after the first "<body>" hid title, label, filters and tables inside the JavaScript
-    page = _outside_scripts(report.to_html(_report(True)).decode())
-    assert "<h1>Test &lt;report&gt;</h1>" in page and html_mod.escape(report.SIM_LABEL) in page
-    assert "<h2>Filters</h2>" in page and "<h2>Table &lt;1&gt;</h2>" in page and "<h2>Provenance</h2>" in page
-    assert page.index("<h1>") < page.index('id="vis"') < page.index("<h2>Table")  # title, charts, tables
-
-
-def test_html_report_keeps_hostile_chart_data_inside_its_script():
+def test_html_report_escapes_hostile_names():
     df = pl.DataFrame({"shard": ["</script><script>alert(1)</script>"], "v": [1.0]})
     r = report.Report(title="t", filters={}, charts=[("c", alt.Chart(df.to_arrow()).mark_bar().encode(
         x="shard:N", y="v:Q"))], tables=[("t", df)])
-    html = report.to_html(r).decode()
-    assert "<script>alert(1)" not in html and "&lt;/script&gt;&lt;script&gt;alert(1)" in html
+    page = report.to_html(r).decode()
+    assert "<script" not in page and "&lt;/script&gt;&lt;script&gt;alert(1)" in page
 
 
-def test_pdf_tables_line_up_in_a_fixed_width_font_with_rounded_numbers():
-    df = pl.DataFrame({"family": ["Qwen", "Gemma"], "workload": ["code", "chat"], "value": [94.2417, 153.0481],
-                       "verdict": ["clear winner", "tie (2 tied)"]})
-    lines = report.table_lines(df)
-    assert lines[0].split() == ["family", "workload", "value", "verdict"]
-    assert lines[2].split()[2:4] == ["94.2", "clear"] and lines[3].split()[2] == "153.0"  # one format per column
-    assert len({ln.index(ln.split()[3]) for ln in (lines[0], lines[2], lines[3])}) == 1  # columns line up
-    text = PdfReader(io.BytesIO(report.to_pdf(report.Report(title="T", filters={}, tables=[("Cells", df)])))
-                     ).pages[0].extract_text()
-    assert "94.2" in text and "94.2417" not in text and "clear winner" in text
+@pytest.mark.parametrize("fonts", ["auto", "bundled"])
+def test_pdf_summary_page_holds_the_whole_command_and_unicode_labels(fonts, tmp_path):
+    if fonts == "auto" and not report.pdf.SYSTEM_DEJAVU.is_dir():
+        pytest.fail("fonts-dejavu-core is not installed (scripts/test.sh installs it)")
+    data = report.to_pdf(_report(fonts=fonts))
+    pages = pdf_text(data)
+    first = pages[0]
+    for text in ("Question", "Which method and depth is fastest?", "Answer", "dflash·5", "≈", "–", "−3.1 %",
+                 FAMILY, WORKLOAD, "Where the numbers come from", "SIMULATED DATA"):
+        assert text in first, text
+    assert COMMAND in commands_in(first)  # whole, on page 1
+    whole = "\n".join(pages)
+    assert whole.index("Question") < whole.index("Filters") < whole.index("Figure 1. c1 — gain per family") \
+        < whole.index("Table <1>") < whole.index("Provenance")
+    assert "Model family" in whole and "Gain vs none (%)" in whole and "gain_vs_none_pct" not in whole
+    assert "Depths: 1–8" in whole and "?" not in whole.replace("?\n", "").replace("fastest?", "")
+    pngs = pdf_pngs(data, tmp_path)
+    assert len(pngs) == len(pages)
+    for png in pngs:  # every page drew something (not a blank or unreadable page)
+        lo, hi = Image.open(png).convert("L").getextrema()
+        assert lo < 128 < hi
 
 
-def test_a_wide_long_table_splits_into_column_groups_and_renders_fast():
-    import time
+def test_bundled_font_is_the_wheel_s_own_and_spells_only_what_it_lacks():
+    f = report.pdf.fonts("bundled")
+    assert "reportlab" in str(report.pdf.BUNDLED_VERA) and f.source.startswith("Vera")
+    assert report.pdf.fit("dflash·5 ≈ – →", f) == "dflash·5 ≈ – ->"
+    if report.pdf.SYSTEM_DEJAVU.is_dir():
+        assert report.pdf.fit("→ τ", report.pdf.fonts("auto")) == "→ τ"
 
+
+def test_pdf_chart_pages_carry_the_simulated_label_and_a_long_table_repeats_its_header(tmp_path):
     wide = pl.DataFrame({"family": ["Qwen"] * 250, "workload": ["code"] * 250,
                          **{f"column_{i}": [f"value {i} " * 3] * 250 for i in range(12)}})
-    lines = report.table_lines(wide)
-    heads = [ln for ln in lines if ln.startswith("family")]
-    assert len(heads) > 1 and all(h.split()[:2] == ["family", "workload"] for h in heads)  # keys repeated
-    assert max(len(ln) for ln in lines) <= report.pdf.CHARS_PER_LINE
-    assert any("50 more rows" in ln for ln in lines)  # capped at MAX_TABLE_ROWS, and says so
-    t = time.perf_counter()
-    data = report.to_pdf(report.Report(title="T", filters={}, tables=[("Wide", wide)], simulated=True))
-    assert time.perf_counter() - t < 3  # text pages are written directly (the Data page's report took ~60 s)
-    pdf = PdfReader(io.BytesIO(data))
-    assert len(pdf.pages) > 2 and "SIMULATED" in pdf.pages[0].extract_text()
+    r = report.Report(title="T", filters={}, tables=[("Wide", wide)], simulated=True,
+                      charts=[("c1", alt.Chart(wide.head(3).to_arrow()).mark_bar().encode(x="family:N"))])
+    data = report.to_pdf(r)
+    pages = pdf_text(data)
+    assert len(pages) > 3 and all("SIMULATED DATA" in p for p in pages)
+    assert sum(p.count("Workload") for p in pages) >= 3  # the header row repeats on every page of the table
+    assert "50 more rows" in pages[-1]
+    assert len(pdf_pngs(data, tmp_path)) == len(pages)
+    assert not any("SIMULATED" in p for p in pdf_text(report.to_pdf(_report(False))))
 
 
-def test_pdf_chart_pages_carry_their_name_and_the_simulated_label():
-    pdf = PdfReader(io.BytesIO(report.to_pdf(_report(True))))
-    chart_page = pdf.pages[-1].extract_text()
-    assert "SIMULATED DATA" in chart_page and "c1" in chart_page
-    assert "SIMULATED" not in PdfReader(io.BytesIO(report.to_pdf(_report(False)))).pages[-1].extract_text()
+def test_cells_read_as_a_reader_wants_them():
+    assert report.column_texts(pl.Series([94.2417, 153.0481])) == ["94.2", "153.0"]
+    assert report.cell_text(None) == "" and report.cell_text(True) == "yes" and report.cell_text(1234567) == "1,234,567"
+
+
+def test_pdftoppm_is_installed():
+    assert shutil.which("pdftoppm"), "poppler-utils is not installed (scripts/test.sh installs it)"

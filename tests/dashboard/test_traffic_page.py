@@ -79,15 +79,63 @@ def test_the_deploy_command_takes_the_drafter_from_the_page_and_shows_the_schedu
     before = [c.value for c in at.code]
     method = json.loads(shlex.split(before[0])[-1])["method"]
     assert any("<DRAFTER_PATH>" in c for c in before) == any("needs its drafter" in w.value for w in at.warning)
-    at.text_input(key="traffic.drafters").set_value(f"{method}=/models/my drafter").run()
-    assert not at.exception
-    after = json.loads(shlex.split(at.code[0].value)[-1])
+    # one drafter field per method that needs one
+    fields = {t.key for t in at.text_input if t.key.startswith("traffic.drafter.")}
+    assert fields == {f"traffic.drafter.{m}" for m in ("dflash", "dspark", "eagle3")}
     if method in ("eagle3", "dflash", "dspark"):
+        at.text_input(key=f"traffic.drafter.{method}").set_value("/models/my drafter").run()
+        assert not at.exception
+        after = json.loads(shlex.split(at.code[0].value)[-1])
         assert after["model"] == "/models/my drafter"
-    assert not any("needs its drafter" in w.value for w in at.warning if method in w.value)
+        assert not any("needs its drafter" in w.value for w in at.warning if method in w.value)
     assert any("Depth schedule per batch size" in m.value for m in at.markdown)
-    at.text_input(key="traffic.drafters").set_value("nonsense").run()
-    assert any("--draft-model" in e.value for e in at.error)
+    at.text_input(key="traffic.drafter.eagle3").set_value("bad\npath").run()
+    assert any("control character" in e.value for e in at.error)
+
+
+def _metric(at, label: str):
+    return next(m for m in at.metric if m.label == label)
+
+
+def test_warnings_banner_workload_selector_and_the_operating_concurrency(db):
+    at = _upload(open_page(PAGE), "conversation_trace.jsonl", (SAMPLES / "mooncake.jsonl").read_bytes(),
+                 "application/jsonl")
+    at.sidebar.selectbox(key="traffic.fam").set_value("Qwen").run()
+    at.sidebar.selectbox(key="traffic.gpu").set_value("MI355X").run()
+    assert any("workload from the file name" in w.value and "conversation_trace.jsonl" in w.value for w in at.warning)
+    assert _metric(at, "Workload from").value == "file name"
+    conc = _metric(at, "Scored at concurrency")
+    assert float(conc.value.split("–")[0]) > 0 and "arrival rate" in conc.help
+    named = [c.value for c in at.code]
+    at.sidebar.selectbox(key="traffic.workload").set_value("chat").run()
+    assert not at.exception
+    assert _metric(at, "Workload from").value == "selector"
+    assert not any("workload from the file name" in w.value for w in at.warning)
+    assert [c.value for c in at.code] == named  # the guess was chat: the explicit chat gives the same answer
+    assert at.query_params["workload"] in ("chat", ["chat"])
+    at.sidebar.selectbox(key="traffic.workload").set_value("code").run()
+    assert any(m.value.startswith("Workloads: code 100%") for m in at.caption)
+
+
+def test_an_unmeasured_default_warns_on_the_page(db):
+    with store.session(db) as con:  # drop one measured depth of one family × GPU: the page still offers it
+        con.execute("DELETE FROM cells WHERE family = 'Qwen' AND gpu = 'MI355X' AND method = 'mtp' AND depth = 8")
+    at = _upload(open_page(PAGE, {"fam": "Qwen", "gpu": "MI355X", "default": "mtp:8"}), "code.csv",
+                 (SAMPLES / "azure_code.csv").read_bytes())
+    assert any("default mtp·8 never measured (extrapolated)" in w.value and "model:depth" in w.value
+               for w in at.warning)
+    at.sidebar.selectbox(key="traffic.default").set_value("mtp:3").run()
+    assert not any(w.value.startswith("default ") for w in at.warning)
+
+
+def test_shard_by_output_length_and_hour_on_the_page(db):
+    at = _upload(open_page(PAGE), "AzureLLMInferenceTrace_code.csv", (SAMPLES / "azure_code.csv").read_bytes())
+    at.sidebar.selectbox(key="traffic.shard").set_value("output_length").run()
+    assert not at.exception
+    shards = [m.value for m in at.markdown if m.value.startswith("**output ")]
+    assert len(shards) >= 2 and int(_metric(at, "Shards").value) == len(shards)
+    at.sidebar.selectbox(key="traffic.shard").set_value("hour").run()
+    assert any(m.value.startswith("**hour 00**") for m in at.markdown)
 
 
 def test_a_bundled_sample_loads_without_an_upload(db):

@@ -25,12 +25,16 @@ def heatmap_titles(at) -> list[str]:
     return [title(c) for c in specs(at) if "winner by" in title(c)]
 
 
+def across_load(at) -> list[dict]:
+    return [c for c in specs(at) if "sensible pick at every load" in title(c)]
+
+
 def heatmap_labels(chart: dict) -> set[str]:
     return {r["label"] for r in chart["rows"] if r.get("label")}
 
 
 def test_renders_one_heatmap_per_gpu_with_the_simulated_banner():
-    at = open_page()
+    at = open_page(query={"conc": "1"})
     titles = heatmap_titles(at)
     assert [t.split(" · ")[0] for t in titles] == ["MI300X", "MI355X"]
     assert any("Simulated data on screen" in w.value for w in at.warning)
@@ -43,7 +47,7 @@ def test_renders_one_heatmap_per_gpu_with_the_simulated_banner():
 
 
 def test_metric_and_concurrency_change_the_chart_spec_and_the_url():
-    at = open_page()
+    at = open_page(query={"conc": "1"})
     before = specs(at)[0]
     at.sidebar.selectbox(key="winners.metric").set_value("p99_tpot_ms").run()
     after = specs(at)[0]
@@ -54,7 +58,7 @@ def test_metric_and_concurrency_change_the_chart_spec_and_the_url():
 
 
 def test_gpu_and_family_filters_shrink_the_view():
-    at = open_page()
+    at = open_page(query={"conc": "16"})
     at.sidebar.multiselect(key="winners.gpu").set_value(["MI355X"]).run()
     assert [t.split(" · ")[0] for t in heatmap_titles(at)] == ["MI355X"]
     at.sidebar.multiselect(key="winners.fam").set_value(["Qwen", "Kimi"]).run()
@@ -66,8 +70,10 @@ def test_ties_are_drawn_and_named():
     at = open_page(query={"conc": "1"})
     labels = set().union(*(heatmap_labels(s) for s in specs(at)[:2]))
     ties = [lab for lab in labels if lab.startswith("TIE")]
-    assert ties and all("≈" in t for t in ties)
-    assert any("tied cell" in e.label for e in at.expander)
+    assert ties and all("tied)\npick " in t for t in ties)  # plain words: how many, and the sensible pick
+    assert any("without a clear winner" in e.label and "sensible pick" in e.label for e in at.expander)
+    tie_lines = [m.value for m in at.markdown if "— pick " in m.value]
+    assert tie_lines and all(" and " in m or "," in m for m in tie_lines)
 
 
 def test_query_params_restore_the_view():
@@ -93,11 +99,11 @@ def test_bad_query_params_warn_and_fall_back(bad: str):
     # never echoed raw: no markup, quotes, SQL or formula characters, no unicode, bounded length
     assert not set(warned[0]) & set("<>;'\"=😀Ω≈") and len(warned[0]) < 1000
     assert at.sidebar.selectbox(key="winners.metric").value == "output_throughput"
-    assert len(heatmap_titles(at)) == 2  # defaults: both GPUs
+    assert len(across_load(at)) == 2  # defaults: every load, both GPUs
 
 
 def test_drilldown_from_the_selectbox_and_from_the_url():
-    at = open_page()
+    at = open_page(query={"conc": "1"})
     n = len(specs(at))
     at.selectbox(key="winners.cell").set_value("MI355X|Qwen|code").run()
     assert not at.exception
@@ -112,7 +118,7 @@ def test_drilldown_from_the_selectbox_and_from_the_url():
     command = at.code[0].value  # the winner as a full deploy command
     assert command.startswith("vllm serve Qwen/") and "--tensor-parallel-size" in command
     assert any("Depth schedule per batch size" in m.value for m in at.markdown)
-    restored = open_page(query={"cell": "MI355X|Qwen|code", "dlat": "ttft_ms"})
+    restored = open_page(query={"conc": "1", "cell": "MI355X|Qwen|code", "dlat": "ttft_ms"})
     assert len(specs(restored)) == n + 4
     assert "TTFT" in title(specs(restored)[-1])
 
@@ -126,7 +132,7 @@ def test_goodput_shows_slo_inputs_that_change_the_chart():
 
 
 def test_export_and_report_buttons_are_labelled_by_format():
-    at = open_page()
+    at = open_page(query={"conc": "1"})
     labels = [b.label for b in at.get("download_button")]
     for fmt in ("PNG", "SVG", "PDF", "CSV", "Parquet"):
         assert labels.count(fmt) == 2  # one row per GPU heatmap
@@ -161,3 +167,63 @@ def test_a_winner_at_the_edge_of_the_depth_grid_is_labelled_and_explained(defaul
             assert any(f"{len(flagged)} winner(s) at the edge of the depth grid" in e.label for e in at.expander)
         assert all(r["whole_window"] for r in rows.values())  # the whole-window figure in the tooltip
     assert seen, "the default data has winners at the edge of its depth grid"
+
+
+def test_landing_shows_every_load_at_once_with_the_clis_summary(default_db):
+    """Without any interaction: one across-load chart per GPU holding every measured load, and the summary
+    sentence is the CLI's (``python -m analysis winners --json`` over all loads, ``summary.text``)."""
+    from tests.conftest import cli
+
+    at = open_page()
+    charts_ = across_load(at)
+    assert [title(c).split(" · ")[0] for c in charts_] == ["MI300X", "MI355X"]
+    doc = json.loads(cli("analysis", "winners", "--db", str(default_db), "--json").stdout)
+    loads = sorted({c["concurrency"] for c in doc["cells"]})
+    for ch in charts_:
+        gpu = title(ch).split(" · ")[0]
+        assert sorted({r["concurrency"] for r in ch["rows"]}) == loads
+        want = {(c["family"], c["workload"], c["concurrency"]): c["pick"]["label"] for c in doc["cells"]
+                if c["gpu"] == gpu}
+        assert {(r["family"], r["workload"], r["concurrency"]): r["pick"] for r in ch["rows"]} == want
+    assert [i.value for i in at.info] == [doc["summary"]["text"]]
+    # the single-load view is one click away
+    at.button(key="winners.open.16").click().run()
+    assert [t.split(" · ")[0] for t in heatmap_titles(at)] == ["MI300X", "MI355X"]
+    assert "concurrency 16" in heatmap_titles(at)[0]
+    assert at.query_params["conc"] in (["16"], "16")
+
+
+def test_margin_lives_in_the_sidebar_and_the_url_and_changes_the_picks():
+    at = open_page(query={"margin": "40"})
+    assert at.sidebar.number_input(key="winners.margin").value == 40.0
+    wide = {(r["family"], r["workload"], r["concurrency"]): r["pick"] for r in across_load(at)[0]["rows"]}
+    assert "40 %" in at.info[0].value or "within 40" in " ".join(m.value for m in at.markdown)
+    at.sidebar.number_input(key="winners.margin").set_value(0.0).run()
+    narrow = {(r["family"], r["workload"], r["concurrency"]): r["pick"] for r in across_load(at)[0]["rows"]}
+    assert wide != narrow
+    assert at.query_params["margin"] in (["0.0"], "0.0")
+
+
+@pytest.mark.parametrize("query", [{}, {"conc": "64", "metric": "p99_e2e_ms"}])
+def test_no_old_notation_in_specs_or_exports(query):
+    """One notation (`dflash·5`, `none`): the rendered specs, tie lines and CSV exports never say `dflash:5`
+    or `none:0`, and CSV headers are human titles."""
+    import io
+    import re
+
+    import polars as pl
+
+    from analysis.labels import OLD_NOTATION
+    from dashboard import export
+
+    at = open_page(query=query)
+    blob = json.dumps(specs(at), ensure_ascii=False) + "\n".join(m.value for m in at.markdown)
+    assert not re.search(OLD_NOTATION, blob), re.search(OLD_NOTATION, blob)
+    assert "·" in blob
+    frame = pl.DataFrame([r for r in specs(at)[0]["rows"]]).drop(["shade", "slot", "text_color", "lines"],
+                                                                 strict=False)
+    csv = export.csv_bytes(frame).decode()
+    header = csv.splitlines()[0]
+    assert not re.search(OLD_NOTATION, csv)
+    assert "_" not in header and "Model family" in header
+    assert pl.read_csv(io.BytesIO(csv.encode())).height == frame.height

@@ -1,5 +1,6 @@
 """In real headless Chromium: every chart fits the page (a wider one loses its legend off the edge), an exported
-chart names its view and says "simulated", and the HTML report opens offline with its header and charts."""
+chart names its view and says "simulated", and the HTML report opens offline with its summary, charts and
+tables."""
 
 from __future__ import annotations
 
@@ -61,8 +62,14 @@ def test_the_html_report_opens_offline_with_title_label_filters_charts_and_table
     try:
         doc = offline.new_page()
         doc.goto(report.as_uri())
-        doc.locator("#vis svg text", has_text="winner by").first.wait_for(timeout=30_000)  # the charts drew
+        pic = doc.locator("figure img").first
+        pic.wait_for(timeout=30_000)
+        assert pic.evaluate("i => i.complete && i.naturalWidth > 100")  # the chart picture drew, offline
+        assert doc.locator("figcaption").first.inner_text().startswith("Figure 1. ")
         assert doc.locator("h1").inner_text().startswith("spectune — winners by")
+        for heading in ("Question", "Answer", "Where the numbers come from", "Charts"):
+            assert doc.get_by_role("heading", name=heading).is_visible()
+        assert doc.locator("pre.cmd").first.inner_text().startswith("vllm serve ")  # the whole deploy command
         assert doc.locator(".sim").is_visible() and "SIMULATED DATA" in doc.locator(".sim").inner_text()
         assert doc.get_by_role("heading", name="Filters").is_visible()
         assert doc.get_by_role("heading", name="Provenance").is_visible() and doc.locator("table").count() >= 2

@@ -106,7 +106,7 @@ def _expected_rate(seg: str) -> float:
 def test_production_page_shows_acceptance_band_and_recommendation(page, prod_url) -> None:
     page.goto(f"{prod_url}/production")
     main = page.locator("[data-testid='stMain']")
-    page.get_by_text("Acceptance · acme/code · mtp:3").first.wait_for()
+    page.get_by_text("Acceptance · acme/code · mtp·3").first.wait_for()
     labels = _labels(page)
     # measured acceptance: counter deltas between the watcher's scrapes, as the exposition server advanced them
     # (one 1 h window, or two when the rounds straddle an hour: every round drafts at the same rate)
@@ -123,7 +123,7 @@ def test_production_page_shows_acceptance_band_and_recommendation(page, prod_url
     # the recommendation for the segment, re-scored with its measured acceptance, with a command to deploy
     rec = main.locator("[data-testid='stAlert']", has_text="acme/code").first
     text = rec.inner_text()
-    assert "runs mtp:3" in text or "(mtp:3)" in text, text
+    assert "runs mtp·3" in text or "(mtp·3)" in text, text
     assert "now wins clearly" in text or "no change" in text, text
     assert "none:0" not in text and "``" not in text, text  # the baseline is named, not an empty command
     if "now wins clearly" in text:
@@ -133,12 +133,12 @@ def test_production_page_shows_acceptance_band_and_recommendation(page, prod_url
 
 def test_segment_in_the_url_is_selected(page, prod_url) -> None:
     page.goto(f"{prod_url}/production?seg=globex%2Fchat")
-    page.get_by_text("Acceptance · globex/chat · mtp:2").first.wait_for()
+    page.get_by_text("Acceptance · globex/chat · mtp·2").first.wait_for()
     assert page.locator("input[aria-label='Segment']").input_value() == "globex/chat"
     points = [x for x in _labels(page) if x.startswith("point |")]
     assert points and all(_field(x, "acceptance_rate") == pytest.approx(_expected_rate("globex/chat"), abs=1e-5)
                           for x in points), points
     rec = page.locator("[data-testid='stAlert']", has_text="globex/chat").first
-    assert "mtp:2" in rec.inner_text()
+    assert "mtp·2" in rec.inner_text()
     assert page.locator("[data-testid='stAlert']", has_text="acme/code").count() == 0
     _no_exception(page)

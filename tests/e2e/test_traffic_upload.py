@@ -53,4 +53,4 @@ def test_upload_a_trace_in_the_browser(page, traffic_url, tmp_path):
     trace_id = page.url.split("trace=")[1].split("&")[0]
     assert info.value.suggested_filename == f"traffic_{trace_id}_Gemma_MI300X_heatmap.csv"  # named like every view
     csv = Path(info.value.path()).read_text()
-    assert csv.splitlines()[0].startswith("family,gpu,shard,method,depth") and "dflash" in csv
+    assert csv.splitlines()[0].startswith("Model family,GPU,Shard,Method,Depth") and "dflash" in csv  # human titles

@@ -1,13 +1,15 @@
-"""End to end in real headless Chromium: open Winners, change the metric, click a heatmap cell and see its
-detail, download a PNG, the HTML report and the PDF report."""
+"""End to end in real headless Chromium: the landing page shows every load at once with the CLI's summary,
+change the metric, click a heatmap cell and see its detail, download a PNG, the HTML report and the PDF report."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+from pypdf import PdfReader
 
 pytestmark = pytest.mark.browser
 
@@ -38,16 +40,16 @@ def test_change_metric_updates_view_and_url(page, base_url):
     page.get_by_role("option", name="p99 TPOT (ms)").click()
     page.wait_for_url(re.compile(r"metric=p99_tpot_ms"))
     _wait_idle(page)
-    page.locator(f"{CHART} svg text", has_text="winner by p99 TPOT").first.wait_for()
+    page.locator(f"{CHART} svg text", has_text="by p99 TPOT").first.wait_for()
     # the URL reproduces the view in a new page
     url = page.url
     page.goto(url)
-    page.locator(f"{CHART} svg text", has_text="winner by p99 TPOT").first.wait_for()
+    page.locator(f"{CHART} svg text", has_text="by p99 TPOT").first.wait_for()
     assert page.locator("input[aria-label='Metric']").input_value() == "p99 TPOT (ms)"
 
 
 def test_click_a_heatmap_cell_shows_its_detail(page, base_url):
-    _open(page, base_url, "?gpu=MI300X")
+    _open(page, base_url, "?gpu=MI300X&conc=1")
     n_before = page.locator(CHART).count()
     # Vega draws the heatmap as SVG with an aria-label per cell (its tooltip text): click Qwen × code
     page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='workload: code; family: Qwen']").first.click()
@@ -58,14 +60,39 @@ def test_click_a_heatmap_cell_shows_its_detail(page, base_url):
 
 
 def test_downloads_png_and_reports(page, base_url):
-    _open(page, base_url, "?gpu=MI355X")
+    _open(page, base_url, "?gpu=MI355X&conc=1")
     png = _download(page, lambda: page.get_by_role("button", name="PNG", exact=True).first.click())
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page.get_by_role("button", name=re.compile("Report")).click()
     html_file = _download(page, lambda: page.get_by_role("button", name="HTML report").click())
     html = html_file.read_text()
-    assert "vegaEmbed" in html and '"$schema"' in html and "MI355X" in html
-    assert not re.search(r"<script[^>]+src=[\"']?https?:", html)
-    assert "SIMULATED DATA" in html
+    assert "<h2>Question</h2>" in html and "data:image/svg+xml;base64," in html and "MI355X" in html
+    assert "<script" not in html and "SIMULATED DATA" in html
     pdf = _download(page, lambda: page.get_by_role("button", name="PDF report").click())
     assert pdf.read_bytes()[:5] == b"%PDF-"
+    first = PdfReader(pdf).pages[0].extract_text()
+    assert "Question" in first and "vllm serve " in first and "SIMULATED DATA" in first
+
+
+def test_landing_shows_every_load_and_the_clis_summary_without_interaction(page, base_url, default_db):
+    """A new user's first look: per GPU, every measured load side by side (c = 1, 16, 64 headers in the
+    drawn SVG), each cell naming its pick, and the summary sentence equal to the CLI's over all loads."""
+    from tests.conftest import cli
+
+    doc = json.loads(cli("analysis", "winners", "--db", str(default_db), "--json").stdout)
+    loads = sorted({c["concurrency"] for c in doc["cells"]})
+    _open(page, base_url)
+    charts = page.locator(CHART)
+    expect(charts.filter(has_text="sensible pick at every load")).to_have_count(2, timeout=60_000)
+    for gpu in ("MI300X", "MI355X"):
+        chart = charts.filter(has_text=f"{gpu} · sensible pick at every load")
+        texts = [t.strip() for t in chart.locator("svg text").all_text_contents()]
+        assert all(f"c = {c}" in texts for c in loads), texts
+        picks = {c["pick"]["label"] for c in doc["cells"] if c["gpu"] == gpu}
+        assert picks <= set(texts), picks - set(texts)
+    banner = page.locator("[data-testid='stAlert'] [data-testid='stMarkdownContainer']", has_text="cells (").first
+    assert " ".join(banner.inner_text().split()) == " ".join(doc["summary"]["text"].replace("`", "").split())
+    # the single-load view is one click away
+    page.get_by_role("button", name="c = 16").click()
+    page.wait_for_url(re.compile(r"conc=16"))
+    page.locator(f"{CHART} svg text", has_text="concurrency 16").first.wait_for()

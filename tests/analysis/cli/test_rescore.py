@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -97,3 +98,68 @@ def test_a_timestamp_unit_alone_is_enough_for_a_generic_file(default_db, tmp_pat
     doc = json.loads(proc.stdout)
     assert doc["trace"]["requests"] == 40 and doc["recommendations"]
     assert doc["load"]["source"] == "arrival_rate" and doc["trace"]["duration_s"] == pytest.approx(9.75)
+
+
+# ---- honest answers (issue 14 item 5): the default, the workload's source, shards, drafters ---------------
+
+def _doc(db, *args: str) -> dict:
+    proc = cli("analysis", "rescore", *args, "--family", "Qwen", "--gpu", "MI355X", "--json", db=db)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_renaming_a_mooncake_file_cannot_change_the_answer_silently(default_db, tmp_path):
+    named, plain = tmp_path / "conversation_trace.jsonl", tmp_path / "prod.jsonl"
+    for p in (named, plain):
+        shutil.copy(SAMPLES / "mooncake.jsonl", p)
+    a, b = _doc(default_db, str(named)), _doc(default_db, str(plain))
+    assert a["trace"]["workload_source"]["source"] == "file name" and a["trace"]["workload_mix"] == {"chat": 1.0}
+    assert b["trace"]["workload_mix"] == {"unknown": 1.0}
+    assert any("workload from the file name" in w for w in a["warnings"])
+    assert any("are 'unknown'" in w for w in b["warnings"])
+    answer = lambda d: [(r["shard"], r["label"], r["gain_vs_default_pct"]) for r in d["recommendations"]]  # noqa: E731
+    if answer(a) != answer(b):  # a different answer is never a silent one
+        assert a["warnings"] and b["warnings"]
+    chosen = [_doc(default_db, str(p), "--workload", "chat") for p in (named, plain)]
+    assert answer(chosen[0]) == answer(chosen[1]) == answer(a)
+    for d in chosen:
+        assert d["trace"]["workload_source"]["source"] == "selector" and d["warnings"] == []
+
+
+def test_a_never_measured_or_missing_default_carries_a_warning(default_db):
+    trace = str(SAMPLES / "azure_conv.csv")
+    deep = _doc(default_db, trace, "--default", "mtp:9")
+    assert deep["default_status"][0]["status"] == "extrapolated"
+    assert deep["recommendations"][0]["default_provenance"] == {"model:depth": 1.0}
+    assert any("default mtp·9 never measured (extrapolated)" in w for w in deep["warnings"])
+    missing = _doc(default_db, trace, "--default", "suffix:3")
+    assert missing["recommendations"][0]["gain_vs_default_pct"] is None
+    assert any("default suffix·3 not in the store" in w for w in missing["warnings"])
+    measured = _doc(default_db, trace, "--default", "mtp·3")
+    assert measured["default_status"][0]["status"] == "measured"
+    assert not any(w.startswith("default ") for w in measured["warnings"])
+
+
+def test_shard_by_output_length_and_hour_and_a_drafter_for_the_command(default_db):
+    doc = _doc(default_db, str(SAMPLES / "azure_code.csv"), "--shard-by", "output_length")
+    assert doc["trace"]["shard_by"] == "output_length" and len(doc["recommendations"]) >= 2
+    assert all(r["shard"].startswith("output ") for r in doc["recommendations"])
+    doc = _doc(default_db, str(SAMPLES / "burstgpt.csv"), "--shard-by", "hour", "--workload", "chat")
+    assert {r["shard"] for r in doc["recommendations"]} == {f"hour {h:02d}" for h in range(5)}
+    doc = _doc(default_db, str(SAMPLES / "azure_code.csv"), "--default", "none",
+               *(x for m in ("eagle3", "dflash", "dspark") for x in ("--drafter", f"{m}=org/{m} model")))
+    for r in doc["recommendations"]:
+        argv = shlex.split(r["deploy"]["command"])
+        if r["method"] in ("eagle3", "dflash", "dspark"):
+            assert json.loads(argv[-1])["model"] == f"org/{r['method']} model" and not r["deploy"]["note"]
+    proc = cli("analysis", "rescore", str(SAMPLES / "azure_code.csv"), "--drafter", "eagle3=a\nb", db=default_db)
+    assert proc.returncode == 2 and "control character" in proc.stderr
+
+
+def test_the_table_says_the_operating_concurrency_and_the_workload_source(default_db):
+    proc = cli("analysis", "rescore", str(SAMPLES / "azure_code.csv"), "--family", "Qwen", "--gpu", "MI355X",
+               db=default_db)
+    assert proc.returncode == 0, proc.stderr
+    assert "workload from file name" in proc.stdout and "default mtp·3" in proc.stdout
+    assert "scored at a mean concurrency of" in proc.stdout and "(arrival rate)" in proc.stdout
+    assert "warning: workload from the file name" in proc.stdout

@@ -51,7 +51,7 @@ def test_drift_cli_exits_3_only_when_a_winner_changed(drift_db: Path) -> None:
     assert json.loads(changed.stdout)["changed"] == ["seg-low"]
     fine = cli("analysis", "drift", "--segment", "seg-same", "--db", str(drift_db))
     assert fine.returncode == 0, fine.stderr
-    assert "seg-same: dspark:6 on Kimi/MI355X/code" in fine.stdout and "no change" in fine.stdout
+    assert "seg-same: dspark·6 on Kimi/MI355X/code" in fine.stdout and "no change" in fine.stdout
     bad = cli("analysis", "drift", "--segment", "nope", "--db", str(drift_db))
     assert bad.returncode == 2 and bad.stderr.startswith("error: --segment 'nope': no such segment")
 

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from analysis import frames
+from analysis.labels import candidate
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore.config import Choice
 from ingest import store
@@ -278,7 +279,7 @@ def test_each_shard_chooses_between_static_depths_and_a_depth_schedule(con):
         if svs["chosen"] == "scheduled":
             assert r["schedule"] == svs["scheduled"]["schedule"] == config["num_speculative_tokens_per_batch_size"]
             assert svs["gain_pct"] >= SCHEDULE_MARGIN_PCT
-            assert not any(t["label"] == f"{svs['static']['method']}:{svs['static']['depth']}" for t in r["tied"])
+            assert not any(t["label"] == candidate(svs['static']['method'], svs['static']['depth']) for t in r["tied"])
         else:
             assert r["schedule"] is None and "num_speculative_tokens_per_batch_size" not in config
     # at one fixed load a schedule runs one depth: it can never beat that depth by the margin

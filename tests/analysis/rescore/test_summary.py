@@ -28,12 +28,12 @@ def test_gains_of_a_hand_written_document():
     cands = [_cand("a", "mtp", 3, 100.0, True), _cand("a", "eagle3", 2, 150.0), _cand("a", "none", 0, 80.0),
              _cand("b", "none", 0, 200.0, True), _cand("b", "mtp", 3, 250.0)]
     gains = _gains({"higher_is_better": True, "candidates": cands})
-    assert gains == pytest.approx({("a", "mtp:3"): 0.0, ("a", "eagle3:2"): 50.0, ("a", "none"): -20.0,
-                                   ("b", "none"): 0.0, ("b", "mtp:3"): 25.0})
+    assert gains == pytest.approx({("a", "mtp·3"): 0.0, ("a", "eagle3·2"): 50.0, ("a", "none"): -20.0,
+                                   ("b", "none"): 0.0, ("b", "mtp·3"): 25.0})
     # latency: lower is better, so halving it is +100 % (the default's value is twice the candidate's)
     lat = [_cand("a", "mtp", 3, 200.0, True), _cand("a", "eagle3", 2, 100.0), _cand("a", "none", 0, 250.0)]
     assert _gains({"higher_is_better": False, "candidates": lat}) == pytest.approx(
-        {("a", "mtp:3"): 0.0, ("a", "eagle3:2"): 100.0, ("a", "none"): -20.0})
+        {("a", "mtp·3"): 0.0, ("a", "eagle3·2"): 100.0, ("a", "none"): -20.0})
     assert rescore_summary.candidates({"higher_is_better": True, "candidates": []}).height == 0
 
 
@@ -51,8 +51,8 @@ def test_the_default_gains_nothing_and_the_winner_gains_what_the_recommendation_
     assert (rec["method"], rec["depth"]) == ("dflash", 2) and rec["gain_vs_default_pct"] > 50
     shard = frame.filter(frame["shard"] == rec["shard"])
     default = shard.filter(shard["is_default"])
-    assert default["candidate"].to_list() == ["mtp:3"] and default["gain_vs_default_pct"].to_list() == [0.0]
-    winner = shard.filter(shard["candidate"] == "dflash:2")
+    assert default["candidate"].to_list() == ["mtp·3"] and default["gain_vs_default_pct"].to_list() == [0.0]
+    winner = shard.filter(shard["candidate"] == "dflash·2")
     # the document rounds to 0.01
     assert winner["gain_vs_default_pct"][0] == pytest.approx(rec["gain_vs_default_pct"], abs=0.006)
     # every candidate's gain is its value against the default's, computed here from the document's values

@@ -1,0 +1,155 @@
+"""Practical equivalence and the sensible pick (DESIGN's winner rule, docs/metrics.md).
+
+The winner rule (analysis.winners.decide) says which candidates the evidence cannot separate from the best point
+estimate (the *tied* set). This module adds what a user needs to act on it:
+
+- **equivalent**: every candidate whose point estimate is within ``margin_pct`` (default 2 %) of the best —
+  a difference that small is not worth acting on even when the interval is narrow (clearly beaten by 1 % still
+  counts as equivalent);
+- the **verdict**: ``clear`` (one candidate, nobody within the margin, nobody tied), ``equivalent`` (everyone the
+  evidence cannot separate is within the margin: any of them will do, the pick is a clear answer), ``tie``
+  (a candidate further than the margin behind cannot be ruled out: the evidence does not separate them);
+- the **sensible pick** among the equivalent candidates, by a stated rule: the shallowest depth (``none`` counts
+  as depth 0), then the method already deployed (the default), then a method that needs no separate drafter
+  checkpoint, then the best point estimate. Tied candidates beyond the margin are named but never picked: the
+  evidence does not rule them out, yet their point estimates are worse by more than the margin;
+- the **gap** of each candidate behind the best point estimate (%), so a 1 % tie reads differently from a 30 % one;
+- the tie in plain words: ``tie: eagle3·2, dflash·2 and 2 more — pick eagle3·2 (shallowest)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.labels import and_more, candidate
+from analysis.metrics import Metric
+from analysis.rescore.config import NEEDS_DRAFT_MODEL
+
+DEFAULT_MARGIN_PCT = 2.0
+DEFAULT_CANDIDATE = ("mtp", 3)  # what a team runs before tuning (the re-score default, `mtp·3`)
+RULE = ("shallowest depth, then the method already deployed (the default), then no drafter needed, "
+        "then the best point estimate")
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    verdict: str  # clear | equivalent | tie
+    equivalent: list[int]  # candidate indices within the margin, best first (the winner first)
+    beyond: list[int]  # tied candidates further behind than the margin
+    pick: int
+    pick_reason: str
+    gaps: dict[int, float]  # candidate index → % behind the best point estimate (≥ 0)
+    clearly_behind: int  # candidates the evidence separates from the best (not tied)
+
+
+def gap_pct(best: float, other: float, higher_is_better: bool) -> float:
+    """How much worse ``other`` is than ``best``, in % of ``best`` (0 when equal; inf when not finite)."""
+    if not (np.isfinite(best) and np.isfinite(other)):
+        return float("inf")
+    if best == 0:  # e.g. a goodput of 0: only an equal value is "0 % behind"
+        return 0.0 if other == best else float("inf")
+    d = (best - other) if higher_is_better else (other - best)
+    return float(d / abs(best) * 100)
+
+
+def _depth(method: str, depth: int) -> int:
+    return 0 if method == "none" else int(depth)
+
+
+def _needs_drafter(method: str) -> bool:
+    return method in NEEDS_DRAFT_MODEL
+
+
+def pick_among(cands: Sequence[tuple[str, int]], default_method: str | None) -> tuple[int, str]:
+    """Index (into ``cands``, best point estimate first) of the sensible pick, and the reason in words: the
+    rule's criteria that set it apart from the others, in the rule's order."""
+    keys = [(_depth(m, d), m != default_method, _needs_drafter(m), i) for i, (m, d) in enumerate(cands)]
+    ranked = sorted(range(len(cands)), key=lambda i: keys[i])
+    best = ranked[0]
+    if len(cands) == 1:
+        return best, "best point estimate"
+    names = ("shallowest", "deployed method", "no drafter needed", "best point estimate")
+    used: set[int] = set()
+    for other in ranked[1:]:
+        used.add(next(k for k in range(4) if keys[best][k] != keys[other][k]))
+    words = [names[k] for k in sorted(used)]
+    if cands[best][0] == "none" and 0 in used:
+        words[0] = "no speculation needed"
+    return best, ", then ".join(words)
+
+
+def judge(methods: Sequence[str], depths: Sequence[int], values: np.ndarray, order: Sequence[int],
+          tied: Sequence[int], metric: Metric, margin_pct: float = DEFAULT_MARGIN_PCT,
+          default_method: str | None = DEFAULT_CANDIDATE[0]) -> Judgement:
+    """Equivalence, verdict and sensible pick of one group (indices as in ``analysis.winners.Decision``)."""
+    w = order[0]
+    finite = [j for j in order if np.isfinite(values[j])]
+    gaps = {j: gap_pct(values[w], values[j], metric.higher_is_better) for j in finite}
+    gaps[w] = 0.0  # the best is always its own equivalent, whatever its value
+    equivalent = [j for j in finite if gaps[j] <= margin_pct + 1e-12] or [w]
+    beyond = [j for j in tied if j != w and gaps.get(j, float("inf")) > margin_pct + 1e-12]
+    verdict = "tie" if beyond else "equivalent" if len(equivalent) > 1 else "clear"
+    k, reason = pick_among([(methods[j], int(depths[j])) for j in equivalent], default_method)
+    return Judgement(verdict, equivalent, beyond, equivalent[k], reason, gaps, len(finite) - len(set(tied) | {w}))
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1f} %" if x < 10 else f"{x:.0f} %"
+
+
+def tie_text(j: Judgement, names: Sequence[str], margin_pct: float, runner_up: int | None,
+             tied: Sequence[int] = ()) -> str:
+    """The verdict in plain words (``names``: each candidate's notation, by index)."""
+    pick = names[j.pick]
+    w = j.equivalent[0]
+    if j.verdict == "clear":
+        if runner_up is None:
+            return f"clear: {pick} (the only candidate)"
+        return f"clear: {pick}, {_pct(j.gaps[runner_up])} ahead of {names[runner_up]}"
+    if j.verdict == "equivalent":
+        eq = [names[i] for i in j.equivalent]
+        return (f"equivalent within {margin_pct:g} %: {and_more(eq)} — pick {pick} ({j.pick_reason})")
+    tied_names = [names[i] for i in (tied or [w, *j.beyond])]
+    worst = max(j.gaps[i] for i in j.beyond)
+    within = (f"; {len(j.equivalent)} within {margin_pct:g} %" if len(j.equivalent) > 1
+              else f"; none other within {margin_pct:g} %")
+    if j.clearly_behind:
+        within += f"; {j.clearly_behind} clearly behind"
+    return (f"tie: {and_more(tied_names)} (up to {_pct(worst)} behind on point estimates{within}) — "
+            f"pick {pick} ({j.pick_reason})")
+
+
+def cell_fields(rows: Sequence[dict], values: np.ndarray, order: Sequence[int], tied: Sequence[int],
+                metric: Metric, margin_pct: float, default: tuple[str, int] | None, runner_up: int | None) -> dict:
+    """The JSON fields one winners cell gains (verdict, equivalent, pick, tie_text, default)."""
+    methods = [r["method"] for r in rows]
+    depths = [int(r["depth"]) for r in rows]
+    j = judge(methods, depths, values, order, tied, metric, margin_pct, default[0] if default else None)
+    names = [candidate(m, d) for m, d in zip(methods, depths, strict=True)]
+
+    def entry(i: int) -> dict:
+        return {"method": methods[i], "depth": depths[i], "label": names[i], "value": _num(values[i]),
+                "gap_pct": _num(j.gaps.get(i, float("nan")))}
+
+    out = {"verdict": j.verdict, "equivalent": [entry(i) for i in j.equivalent],
+           "pick": {**entry(j.pick), "reason": j.pick_reason},
+           "tie_text": tie_text(j, names, margin_pct, runner_up, tied), "clearly_behind": j.clearly_behind,
+           "default": None}
+    if default is not None:
+        dm, dd = default
+        idx = next((i for i in range(len(rows)) if methods[i] == dm and (dm == "none" or depths[i] == int(dd))), None)
+        if idx is not None and np.isfinite(values[idx]):
+            pv, dv = values[j.pick], values[idx]
+            # what switching from the default to the pick gains (+23 %: 1.23× throughput, or 1/1.23 the latency)
+            behind = ((pv / dv) if metric.higher_is_better else (dv / pv)) * 100 - 100 if pv and dv else float("nan")
+            out["default"] = {"method": dm, "depth": 0 if dm == "none" else int(dd), "label": candidate(dm, dd),
+                              "value": _num(values[idx]), "pick_gain_pct": _num(behind),
+                              "tied": idx in tied, "equivalent": idx in j.equivalent}
+    return out
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), 6)

@@ -1,0 +1,90 @@
+"""The answer at a glance: one sentence, computed from a winners document over every load.
+
+:func:`summary` reads an ``analysis.winners`` document (cells carrying ``verdict`` and ``pick`` from
+analysis.equivalence) and counts what the landing page and ``python -m analysis winners --json`` (key
+``summary``) say in one sentence: how many cells are clear, equivalent or tied; how many methods and depths are
+the sensible pick somewhere; in how many GPU × family × workload groups the pick changes with load; what the
+default (``mtp·3``) leaves on the table. Every figure is counted here, none is written in advance; simulated
+data says so and ties are counted as ties.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from analysis.labels import candidate
+
+GROUP_KEY = ("gpu", "family", "workload")
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def summary(doc: dict) -> dict:
+    """Figures and the sentence (``text``) of a winners document; the same function feeds page and CLI."""
+    cells = doc.get("cells") or []
+    margin = doc.get("equivalence_margin_pct")
+    verdicts = {v: sum(1 for c in cells if c.get("verdict") == v) for v in ("clear", "equivalent", "tie")}
+    picks = [c["pick"] for c in cells if c.get("pick")]
+    methods = sorted({p["method"] for p in picks})
+    depths = sorted({int(p["depth"]) for p in picks if p["method"] != "none"})
+    by_group: dict[tuple, dict[int, str]] = defaultdict(dict)
+    for c in cells:
+        if c.get("pick"):
+            by_group[tuple(c[k] for k in GROUP_KEY)][int(c["concurrency"])] = candidate(c["pick"]["method"],
+                                                                                       c["pick"]["depth"])
+    multi = {g: loads for g, loads in by_group.items() if len(loads) > 1}
+    changing = sum(1 for loads in multi.values() if len(set(loads.values())) > 1)
+    loads = sorted({int(c["concurrency"]) for c in cells})
+    defaults = [c["default"] for c in cells if c.get("default") and c["default"].get("pick_gain_pct") is not None]
+    default_label = defaults[0]["label"] if defaults else None
+    median_left = round(statistics.median(d["pick_gain_pct"] for d in defaults), 1) if defaults else None
+    default_inseparable = sum(1 for d in defaults if d["tied"] or d["equivalent"])
+    out = {
+        "cells": len(cells), "groups": len(by_group), "loads": loads, "simulated": bool(doc.get("simulated")),
+        "metric": doc.get("metric"), "margin_pct": margin, **{f"{k}_cells": n for k, n in verdicts.items()},
+        "pick_methods": methods, "pick_depths": depths, "groups_with_several_loads": len(multi),
+        "groups_pick_changes_with_load": changing, "default": default_label, "default_cells": len(defaults),
+        "default_median_left_pct": median_left, "default_not_separable_cells": default_inseparable,
+    }
+    out["text"] = sentence(out)
+    return out
+
+
+def sentence(s: dict) -> str:
+    """The one sentence of :func:`summary`'s figures."""
+    if not s["cells"]:
+        return "No cells match these filters."
+    parts = []
+    n = s["cells"]
+    where = f"{_plural(n, 'cell')} ({_plural(s['groups'], 'group')} × {_plural(len(s['loads']), 'load')})"
+    counts = [f"{s['clear_cells']} clear", f"{s['equivalent_cells']} equivalent within {s['margin_pct']:g} %",
+              f"{s['tie_cells']} tied under the evidence"]
+    if s["tie_cells"] == n:
+        verdict = f"no cell has a clear winner: all {where} are ties the evidence cannot separate"
+    elif s["clear_cells"] == n:
+        verdict = f"a clear winner in every one of {where}"
+    else:
+        verdict = f"of {where}, " + ", ".join(c for c in counts if not c.startswith("0 "))
+    ms, ds = s["pick_methods"], s["pick_depths"]
+    if len(ms) == 1 and len(ds) <= 1:
+        picks = "one sensible pick everywhere"
+    else:
+        picks = (f"no universal winner: the sensible picks use {_plural(len(ms), 'method')} and "
+                 f"{_plural(len(ds), 'depth')}")
+    parts.append(f"{verdict}; {picks}")
+    if s["groups_with_several_loads"]:
+        parts.append(f"the pick changes with load in {s['groups_pick_changes_with_load']} of "
+                     f"{_plural(s['groups_with_several_loads'], 'group')}")
+    if s["default"] is not None:
+        left = s["default_median_left_pct"]
+        txt = (f"`{s['default']}` everywhere leaves a median {left:.1f} % on the table" if left > 0 else
+               f"`{s['default']}` everywhere gives up nothing on the median cell ({left:+.1f} %)")
+        txt += f" on point estimates (not separable from the pick in {s['default_not_separable_cells']} of " \
+               f"{s['default_cells']} cells)"
+        parts.append(txt)
+    text = "; ".join(parts) + "."
+    text = text[0].upper() + text[1:]
+    return ("Simulated data: " + text[0].lower() + text[1:]) if s["simulated"] else text

@@ -1,0 +1,97 @@
+"""The Winners report's summary: per GPU · family · workload, the winning candidate at one load, its gain over
+no speculation with the 95 % interval, the verdict in words, the full deploy command, and which answers are
+simulated, measured or imported (from an :func:`analysis.winners.winners` document)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from analysis.report.document import Answer, Summary, candidate, interval_text, plural, signed_pct
+
+BACKEND_WORDS = {
+    "sim": "simulated by spectune's calibrated simulator (backend 'sim'), not measured on GPUs",
+    "vllm": "measured on real vLLM servers",
+    "import": "imported from other tools' result files",
+}
+
+
+def summary(doc: dict, metric_label: str, concurrency: object) -> Summary:
+    cells = doc["cells"]
+    question = (f"Which speculative-decoding method and depth gives the best {metric_label} at concurrency "
+                f"{concurrency}, for each GPU × model family × workload?")
+    several_loads = len({c.get("concurrency") for c in cells}) > 1
+    return Summary(question=question, answers=tuple(_answer(c, several_loads) for c in cells), sources=sources(cells))
+
+
+def _gain_text(c: dict, w: dict) -> str:
+    gain = c.get("gain_vs_none_pct")
+    if w["method"] == "none":
+        return "no speculation is the fastest here"
+    if gain is None:
+        return "no baseline (none) measured in this group"
+    return f"{signed_pct(gain)} vs none{interval_text(c.get('gain_vs_none_ci_pct'))}"
+
+
+def _answer(c: dict, several_loads: bool = False) -> Answer:
+    """The recommendation of one cell: the clear winner, or — when the evidence cannot separate candidates —
+    the stated sensible pick among those within the equivalence margin (analysis.equivalence), whose deploy
+    command it carries."""
+    w = c["winner"]
+    best = candidate(w["method"], w["depth"])
+    verdict = c.get("verdict", "clear" if c["clear"] else "tie")
+    pick = c.get("pick") if isinstance(c.get("pick"), dict) and c["pick"].get("method") else None
+    chosen = pick if pick is not None and verdict != "clear" else None
+    cand = candidate(chosen["method"], chosen.get("depth")) if chosen else best
+    gain_text = _gain_text(c, w)
+    if chosen and cand != best:
+        gap = chosen.get("gap_pct")
+        behind = f"{gap:.1f} % behind" if isinstance(gap, int | float) else "behind"
+        gain_text = f"{behind} the best point estimate {best} ({gain_text})"
+    ru = c.get("runner_up")
+    if verdict == "clear":
+        ahead = (f" ahead of {candidate(ru['method'], ru['depth'])} by {c['margin_pct']:.1f} %"
+                 if ru and c.get("margin_pct") is not None else "")
+        confidence = f"clear winner{ahead}: the 95 % interval of the difference excludes zero"
+    elif c.get("tie_text"):
+        confidence = c["tie_text"]
+    else:
+        tied = [candidate(t["method"], t["depth"]) for t in c["tied"] if (t["method"], t["depth"])
+                != (w["method"], w["depth"])]
+        shown = ", ".join(tied[:3]) + (f" and {len(tied) - 3} more" if len(tied) > 3 else "")
+        confidence = (f"tie with {shown}: within the 95 % interval, any of them is as good; "
+                      f"{best} has the best point estimate")
+        if chosen:
+            why = chosen.get("rule") or chosen.get("reason")
+            confidence += f"; sensible pick: {cand}" + (f" ({why})" if why else "")
+    notes = []
+    if c.get("origin") == "predicted":
+        notes.append("predicted by the factorized plan's model, not run")
+    if c.get("grid_edge"):
+        notes.append(c["grid_edge"]["text"])
+    deploy = (chosen.get("deploy") if chosen else None) or c.get("deploy") or {}
+    if deploy.get("note"):
+        notes.append(deploy["note"])
+    group = f"{c['gpu']} · {c['family']} · {c['workload']}" + (f" · c={c['concurrency']}" if several_loads else "")
+    return Answer(group=group, candidate=cand, gain=gain_text, confidence=confidence,
+                  command=deploy.get("command") or "", notes=tuple(notes))
+
+
+def sources(cells: list[dict]) -> tuple[str, ...]:
+    """One sentence per backend behind the answers, and how the modelled ones were modelled."""
+    if not cells:
+        return ("No cells match these filters.",)
+    by_backend = Counter(c["backend"] for c in cells)
+    out = []
+    for backend, n in sorted(by_backend.items()):
+        runs = sorted({str(c.get("run_id")) for c in cells if c["backend"] == backend})
+        out.append(f"{n} of {plural(len(cells), 'answer')} {BACKEND_WORDS.get(backend, f'from backend {backend}')} "
+                   f"(runs: {', '.join(runs)}).")
+    kinds = Counter(((c.get("provenance") or {}).get("acceptance") or {}).get("kind") for c in cells
+                    if (c.get("provenance") or {}).get("kind") == "modelled")
+    if kinds:
+        parts = ", ".join(f"{kind or 'unknown'} in {n}" for kind, n in sorted(kinds.items(), key=str))
+        out.append(f"Modelled winners' acceptance rates: {parts} (see the provenance column of the table).")
+    predicted = sum(c.get("origin") == "predicted" for c in cells)
+    if predicted:
+        out.append(f"{plural(predicted, 'winner')} predicted by the plan's model without being run.")
+    return tuple(out)

@@ -1,0 +1,78 @@
+"""The landing page's across-load chart: per GPU, the sensible pick of every family × workload at every
+measured load side by side (one small heatmap per load), so the way the answer moves with load is seen at once.
+
+Cells come from an ``analysis.winners`` document over all loads (``verdict``, ``pick``, ``tie_text`` from
+analysis.equivalence); the fill is the pick's method (the app's fixed colours), its strength the verdict (solid:
+clear; lighter: equivalent within the margin; faint: a tie the evidence cannot separate). No math here.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+import streamlit as st
+
+from analysis.labels import candidate
+from dashboard import charts, theme
+
+SHADE = {"clear": 1.0, "equivalent": 0.75, "tie": 0.4}
+MARK = {"clear": "clear", "equivalent": "≈ equivalent", "tie": "tie"}
+
+
+def rows(doc: dict, gpu: str) -> pl.DataFrame:
+    """One row per (family, workload, load) of ``gpu``: pick, verdict, the words of the tie."""
+    out = []
+    for c in doc["cells"]:
+        if c["gpu"] != gpu or not c.get("pick"):
+            continue
+        p, w = c["pick"], c["winner"]
+        out.append({"family": c["family"], "workload": c["workload"], "concurrency": int(c["concurrency"]),
+                    "method": p["method"], "pick": candidate(p["method"], p["depth"]),
+                    "best": candidate(w["method"], w["depth"]), "verdict": c["verdict"],
+                    "mark": MARK.get(c["verdict"], c["verdict"]), "shade": SHADE.get(c["verdict"], 1.0),
+                    "tie_text": c.get("tie_text", ""), "pick_reason": p.get("reason", "")})
+    return pl.DataFrame(out, schema={"family": pl.String, "workload": pl.String, "concurrency": pl.Int64,
+                                     "method": pl.String, "pick": pl.String, "best": pl.String,
+                                     "verdict": pl.String, "mark": pl.String, "shade": pl.Float64,
+                                     "tie_text": pl.String, "pick_reason": pl.String})
+
+
+def chart(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str) -> alt.FacetChart:
+    """Small multiples: one family × workload heatmap per load, labelled with the pick and its verdict."""
+    d = rows(doc, gpu)
+    present = sorted(set(d["method"])) if d.height else []
+    domain, rng = theme.scale_domain_range(present)
+    band = alt.Scale(paddingInner=0.06)
+    base = alt.Chart().encode(
+        x=alt.X("workload:N", sort=workloads, title=None, scale=band,
+                axis=alt.Axis(orient="top", labelAngle=0, labelFontSize=12, ticks=False, domain=False)),
+        y=alt.Y("family:N", sort=families, title=None, scale=band,
+                axis=alt.Axis(labelFontSize=12, ticks=False, domain=False)))
+    tooltip = [alt.Tooltip("family:N"), alt.Tooltip("workload:N"), alt.Tooltip("concurrency:Q"),
+               alt.Tooltip("pick:N", title="sensible pick"), alt.Tooltip("pick_reason:N", title="why this pick"),
+               alt.Tooltip("best:N", title="best point estimate"), alt.Tooltip("tie_text:N", title="verdict")]
+    rect = base.mark_rect().encode(
+        color=alt.Color("method:N", scale=alt.Scale(domain=domain, range=rng), title="pick's method",
+                        legend=alt.Legend(orient="right", symbolOpacity=1, labelLimit=300)),
+        opacity=alt.Opacity("shade:Q", scale=None), tooltip=tooltip)
+    name = base.mark_text(fontSize=12, fontWeight="bold", dy=-6, color="#000000").encode(text="pick:N",
+                                                                                          tooltip=tooltip)
+    mark = base.mark_text(fontSize=10, dy=9, color="#000000").encode(text="mark:N", tooltip=tooltip)
+    return alt.layer(rect, name, mark, data=d.to_arrow()).properties(
+        width=78 * max(len(workloads), 1), height=44 * max(len(families), 1)).facet(
+        column=alt.Column("concurrency:O", title="concurrency (requests in flight)",
+                          header=alt.Header(labelFontSize=12, labelExpr="'c = ' + datum.value")),
+    ).properties(title=alt.Title(
+        f"{gpu} · sensible pick at every load, by {metric_label}", anchor="start",
+        subtitle=["solid = clear winner · lighter = equivalent within the margin · faint = tie the evidence "
+                  "cannot separate; every cell names its pick"]))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str) -> dict:
+    return charts.finish(chart(doc, gpu, families, workloads, metric_label)).to_dict(validate=False)
+
+
+def exported(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str,
+             simulated: bool = False) -> alt.TopLevelMixin:
+    return charts.finish(chart(doc, gpu, families, workloads, metric_label), export=True, simulated=simulated)

@@ -1,0 +1,78 @@
+"""The one-sentence summary over all loads: every figure counted from the document, ties said as ties,
+simulated data said so; the CLI's ``summary`` is the same function."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analysis.glance import summary
+from tests.conftest import cli
+
+
+def _cell(gpu: str, fam: str, wl: str, conc: int, verdict: str, pick: tuple[str, int], gain: float,
+          default_tied: bool = False) -> dict:
+    return {"gpu": gpu, "family": fam, "workload": wl, "concurrency": conc, "verdict": verdict,
+            "pick": {"method": pick[0], "depth": pick[1]},
+            "default": {"label": "mtp·3", "pick_gain_pct": gain, "tied": default_tied, "equivalent": False}}
+
+
+def _doc(cells: list[dict], simulated: bool = False) -> dict:
+    return {"cells": cells, "simulated": simulated, "metric": "output_throughput", "equivalence_margin_pct": 2.0}
+
+
+def test_counts_methods_depths_and_load_changes():
+    cells = [_cell("A", "Qwen", "code", 1, "clear", ("dflash", 5), 20.0),
+             _cell("A", "Qwen", "code", 64, "clear", ("mtp", 2), 4.0),
+             _cell("A", "Kimi", "chat", 1, "equivalent", ("eagle3", 2), 30.0),
+             _cell("A", "Kimi", "chat", 64, "tie", ("eagle3", 2), 10.0, default_tied=True)]
+    s = summary(_doc(cells))
+    assert (s["clear_cells"], s["equivalent_cells"], s["tie_cells"]) == (2, 1, 1)
+    assert s["pick_methods"] == ["dflash", "eagle3", "mtp"] and s["pick_depths"] == [2, 5]
+    assert s["groups_pick_changes_with_load"] == 1 and s["groups_with_several_loads"] == 2
+    assert s["default_median_left_pct"] == 15.0 and s["default_not_separable_cells"] == 1
+    assert s["text"] == ("Of 4 cells (2 groups × 2 loads), 2 clear, 1 equivalent within 2 %, 1 tied under the "
+                         "evidence; no universal winner: the sensible picks use 3 methods and 2 depths; the pick "
+                         "changes with load in 1 of 2 groups; `mtp·3` everywhere leaves a median 15.0 % on the "
+                         "table on point estimates (not separable from the pick in 1 of 4 cells).")
+
+
+def test_all_ties_on_simulated_data_are_said_so():
+    cells = [_cell("A", "Qwen", "code", c, "tie", ("mtp", 3), 0.0, default_tied=True) for c in (1, 16)]
+    s = summary(_doc(cells, simulated=True))
+    assert s["text"].startswith("Simulated data: no cell has a clear winner: all 2 cells")
+    assert "one sensible pick everywhere" in s["text"]
+    assert "the pick changes with load in 0 of 1 group" in s["text"]
+    assert "gives up nothing on the median cell" in s["text"]
+
+
+def test_cli_json_carries_the_summary_over_all_loads(default_db: Path):
+    res = cli("analysis", "winners", "--db", str(default_db), "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    s = doc["summary"]
+    assert s["loads"] == sorted({c["concurrency"] for c in doc["cells"]}) and len(s["loads"]) > 1
+    assert s == summary({k: v for k, v in doc.items() if k != "summary"})
+    assert s["text"].startswith("Simulated data:")
+    assert all(c["pick"]["label"] and c["tie_text"] for c in doc["cells"])
+    assert all("— pick " in c["tie_text"] for c in doc["cells"] if c["verdict"] != "clear")
+
+
+def test_cli_margin_flag_changes_equivalence_and_text_uses_one_notation(default_db: Path):
+    wide = json.loads(cli("analysis", "winners", "--db", str(default_db), "--json", "--margin", "50",
+                          "--concurrency", "64").stdout)
+    narrow = json.loads(cli("analysis", "winners", "--db", str(default_db), "--json", "--margin", "0",
+                            "--concurrency", "64").stdout)
+    assert wide["equivalence_margin_pct"] == 50 and narrow["equivalence_margin_pct"] == 0
+    assert sum(len(c["equivalent"]) for c in wide["cells"]) > sum(len(c["equivalent"]) for c in narrow["cells"])
+    assert all(len(c["equivalent"]) == 1 or all(e["gap_pct"] == 0 for e in c["equivalent"]) for c in narrow["cells"])
+    bad = cli("analysis", "winners", "--db", str(default_db), "--margin", "-3")
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "--margin" in bad.stderr
+    text = cli("analysis", "winners", "--db", str(default_db), "--metric", "p99_e2e_ms")
+    assert text.returncode == 0, text.stderr
+    import re
+
+    from analysis.labels import OLD_NOTATION
+    body = "\n".join(line for line in text.stdout.splitlines() if "vllm serve" not in line)
+    assert not re.search(OLD_NOTATION, body), re.search(OLD_NOTATION, body)
+    assert "— pick " in text.stdout and "sensible pick" in text.stdout
