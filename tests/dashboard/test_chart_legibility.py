@@ -219,7 +219,7 @@ def on_wide_store(wide_db: Path):
 
 
 @pytest.mark.parametrize(("page", "query"), [
-    ("views/winners.py", {"cell": "MI300X|Qwen|code"}), ("views/explore.py", {"pub": "1"}),
+    ("views/winners.py", {"conc": "1", "cell": "MI300X|Qwen|code"}), ("views/explore.py", {"pub": "1"}),
     ("views/load.py", {}), ("views/tradeoffs.py", {"cell": "MI300X|Qwen|code"})])
 def test_pages_on_the_wide_store_label_every_row(on_wide_store, page: str, query: dict):
     from tests.dashboard.conftest import chart_specs, open_page

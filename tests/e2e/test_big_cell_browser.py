@@ -39,7 +39,7 @@ def big_page(browser, big_url: str):
 
 def test_click_a_cell_over_altairs_row_limit(big_page, big_url: str):
     page = big_page
-    page.goto(f"{big_url}/?gpu=MI300X")
+    page.goto(f"{big_url}/?gpu=MI300X&conc=1")
     page.locator(f"{CHART} svg").first.wait_for()
     n_before = page.locator(CHART).count()
     page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='workload: code; family: Qwen']").first.click()

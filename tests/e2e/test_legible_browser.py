@@ -22,13 +22,13 @@ def _texts(page, role: str) -> list[str]:
     return page.locator(f"{CHART} svg g.role-{role} text").all_text_contents()
 
 
-@pytest.mark.parametrize("path", ["?cell=MI300X%7CQwen%7Ccode", "explore", "tradeoffs", "gpus", "load"])
+@pytest.mark.parametrize("path", ["?conc=1&cell=MI300X%7CQwen%7Ccode", "explore", "tradeoffs", "gpus", "load"])
 def test_no_label_is_cut_and_every_candidate_row_is_labelled(page, base_url, path):
     _open(page, f"{base_url}/{path}")
     legend = _texts(page, "legend-label")
     assert legend and not [t for t in legend if t.endswith("…")], path
     assert not [t for t in _texts(page, "axis-label") if t.endswith("…")], path
-    if path.startswith("?cell"):  # the drill-down: one label per candidate of Qwen × code at c=1
+    if "cell=" in path:  # the drill-down: one label per candidate of Qwen × code at c=1
         page.locator(f"{CHART} svg text", has_text="Every candidate with its 95 % interval").first.wait_for()
         labels = set(_texts(page, "axis-label"))
         assert {"none", "eagle3·2", "dflash·5", "mtp·8"} <= labels
