@@ -33,13 +33,18 @@ def test_winners_summary_answers_every_group_with_its_command_and_interval(con):
     assert len(s.answers) == len(doc["cells"]) > 0
     for a, c in zip(s.answers, doc["cells"], strict=True):
         w = c["winner"]
-        assert a.candidate == ("none" if w["method"] == "none" else f"{w['method']}·{w['depth']}")
-        assert a.command == c["deploy"]["command"] and a.command.startswith("vllm serve ")
+        # the recommendation: the clear winner, else the stated sensible pick, with its own deploy command
+        rec = w if c["verdict"] == "clear" else c["pick"]
+        assert a.candidate == ("none" if rec["method"] == "none" else f"{rec['method']}·{rec['depth']}")
+        deploy = c["deploy"] if c["verdict"] == "clear" else c["pick"]["deploy"]
+        assert a.command == deploy["command"] and a.command.startswith("vllm serve ")
         assert a.group == f"{c['gpu']} · {c['family']} · {c['workload']}"
-        assert a.confidence.startswith("clear winner" if c["clear"] else "tie with ")
+        assert a.confidence.startswith("clear winner") if c["verdict"] == "clear" else a.confidence == c["tie_text"]
         if w["method"] != "none":  # the paired-bootstrap interval of the gain over none, in words
             lo, hi = c["gain_vs_none_ci_pct"]
             assert lo <= c["gain_vs_none_pct"] <= hi and "95 % interval" in a.gain
+        if rec is c["pick"] and (rec["method"], rec["depth"]) != (w["method"], w["depth"]):
+            assert f"behind the best point estimate {w['method']}·{w['depth']}" in a.gain
     assert any("simulated" in x for x in s.sources) and all(":" not in a.candidate for a in s.answers)
 
 
@@ -88,10 +93,16 @@ def test_schedule_candidates_keep_their_ranges():
     assert candidate("none", 0) == "none" and candidate("eagle3", 2, "eagle3:2") == "eagle3·2"
 
 
-def test_a_tie_names_the_documents_pick_when_it_has_one(con):
+def test_a_tie_recommends_the_documents_pick_with_the_picks_own_command(con):
     doc = winners_doc(con, "output_throughput", frames.Filters(concurrency=(16,)))
-    tie = next(c for c in doc["cells"] if not c["clear"])
-    t = tie["tied"][-1]
-    picked = {**doc, "cells": [{**tie, "pick": {"method": t["method"], "depth": t["depth"], "rule": "shallowest"}}]}
-    a = winners.summary(picked, "x", 16).answers[0]
-    assert a.confidence.endswith(f"sensible pick: {candidate(t['method'], t['depth'])} (shallowest)")
+    tie = next(c for c in doc["cells"] if c["verdict"] != "clear"
+               and (c["pick"]["method"], c["pick"]["depth"]) != (c["winner"]["method"], c["winner"]["depth"]))
+    a = winners.summary({**doc, "cells": [tie]}, "x", 16).answers[0]
+    pick = candidate(tie["pick"]["method"], tie["pick"]["depth"])
+    assert a.candidate == pick and f"pick {pick}" in a.confidence
+    assert a.command == tie["pick"]["deploy"]["command"] != tie["deploy"]["command"]
+    # a document without picks (an older winners JSON) still recommends its best point estimate
+    old = {k: v for k, v in tie.items() if k not in ("pick", "verdict", "tie_text")}
+    b = winners.summary({**doc, "cells": [old]}, "x", 16).answers[0]
+    assert b.candidate == candidate(tie["winner"]["method"], tie["winner"]["depth"])
+    assert b.confidence.startswith("tie with")
