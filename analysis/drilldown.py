@@ -1,8 +1,8 @@
 """Drill-down of one heatmap cell (GPU × family × workload × concurrency): everything behind its winner.
 
 Three views: every method × depth with the metric's 95 % interval (ranked), acceptance by draft position
-for every speculative candidate, and per-request latency samples of the leading candidates plus ``none``
-(the distribution a p99 summarises).
+for every speculative candidate, and the per-request latency distribution of the leading candidates plus ``none``
+(the distribution a p99 summarises, binned in DuckDB).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import duckdb
 import polars as pl
 
-from analysis import explore, frames, model_provenance
+from analysis import distribution, explore, frames, model_provenance
 from analysis.cellvalues import Slo, metric_values
 from analysis.labels import candidate
 from analysis.metrics import get_metric
@@ -50,27 +50,23 @@ def candidates(con: duckdb.DuckDBPyConnection, group: Group, metric: str, base: 
 def suspects(ranked: pl.DataFrame) -> list[tuple[str, str]]:
     """(candidate label, reason) for every candidate whose per-request acceptance disagreed with its counters."""
     rows = ranked.filter(pl.col("acceptance_suspect").is_not_null()).iter_rows(named=True)
-    return [(candidate(r['method'], r['depth']), str(r["acceptance_suspect"])) for r in rows]
+    return [(candidate_label(r["method"], r["depth"]), str(r["acceptance_suspect"])) for r in rows]
 
 
 def positions(con: duckdb.DuckDBPyConnection, group: Group, base: frames.Filters | None = None) -> pl.DataFrame:
     return explore.by_position(con, group.filters(base))
 
 
-def latency_samples(con: duckdb.DuckDBPyConnection, ranked: pl.DataFrame, top: int = 3) -> pl.DataFrame:
-    """Per-request TTFT, TPOT and e2e of the ``top`` ranked candidates and the ``none`` baseline."""
+def candidate_label(method: str, depth: int | None) -> str:
+    """``dflash·5``; ``none`` alone for no speculation (:func:`analysis.labels.candidate`)."""
+    return candidate(method, depth)
+
+
+def latency_summary(con: duckdb.DuckDBPyConnection, ranked: pl.DataFrame, top: int = 3) -> pl.DataFrame:
+    """Per-request TTFT, TPOT and e2e of the ``top`` ranked candidates and the ``none`` baseline, summarised in
+    DuckDB (box statistics and binned outliers, :mod:`analysis.distribution`): never the request rows."""
     picks = pl.concat([ranked.filter(pl.col("method") != "none").head(top), ranked.filter(pl.col("method") == "none")])
-    parts = []
-    for row in picks.unique(subset=["cell_id"], maintain_order=True).iter_rows(named=True):
-        reqs = frames.requests(con, row["run_id"], row["cell_id"])
-        if reqs.height == 0:
-            continue
-        label = "none" if row["method"] == "none" else candidate(row['method'], row['depth'])
-        parts.append(reqs.filter(pl.col("ok").fill_null(True)).select(
-            pl.lit(label).alias("candidate"), pl.lit(row["method"]).alias("method"),
-            "request_index", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens"))
-    if not parts:
-        return pl.DataFrame(schema={"candidate": pl.String, "method": pl.String, "request_index": pl.Int32,
-                                    "ttft_ms": pl.Float64, "tpot_ms": pl.Float64, "e2e_ms": pl.Float64,
-                                    "output_tokens": pl.Int32})
-    return pl.concat(parts)
+    picks = picks.unique(subset=["cell_id"], maintain_order=True)
+    labels = [candidate_label(m, d) for m, d in zip(picks["method"], picks["depth"], strict=True)]
+    return distribution.latency_distribution(
+        con, picks.select("run_id", "cell_id", "method").with_columns(pl.Series("candidate", labels, pl.String)))

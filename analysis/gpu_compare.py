@@ -1,8 +1,10 @@
 """GPU comparison: any two GPUs side by side — per-method ratios, whether the winner changes, efficiency.
 
 Ratios compare each method at its own best depth on each GPU (what a user would deploy on each), as
-B / A in the metric's good direction (> 1: GPU B is better). Efficiency is output tok/s per GPU and per
-watt of board power (data/gpu_specs.csv ``board_power_w``; nameplate power, not measured draw).
+B / A in the metric's good direction (> 1: GPU B is better). A ratio is of whole-server figures: a family may
+run on a different number of GPUs per server on each GPU model (tensor parallelism), so for the rate metrics
+the ratio per GPU is given too (ratio × GPUs on A / GPUs on B), with both GPU counts. Efficiency is output
+tok/s per GPU and per watt of board power (data/gpu_specs.csv ``board_power_w``; nameplate power, not measured draw).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from analysis.labels import candidate
 from analysis.metrics import get_metric
 
 KEY = ("family", "workload", "concurrency")
+PER_GPU_METRICS = ("output_throughput", "goodput")  # server rates that divide by the server's GPUs
 
 
 def _best_per_method(cells: pl.DataFrame, higher: bool) -> pl.DataFrame:
@@ -35,12 +38,20 @@ def ratios(con: duckdb.DuckDBPyConnection, f: frames.Filters, gpu_a: str, gpu_b:
     cells, _ = metric_values(con, both, metric, slo)
     best = _best_per_method(cells, m.higher_is_better)
     a = best.filter(pl.col("gpu") == gpu_a).select(*KEY, "method", pl.col("depth").alias("depth_a"),
-                                                   pl.col("value").alias("value_a"))
+                                                   pl.col("value").alias("value_a"),
+                                                   pl.col("gpu_count").alias("gpus_a"))
     b = best.filter(pl.col("gpu") == gpu_b).select(*KEY, "method", pl.col("depth").alias("depth_b"),
-                                                   pl.col("value").alias("value_b"))
+                                                   pl.col("value").alias("value_b"),
+                                                   pl.col("gpu_count").alias("gpus_b"))
     out = a.join(b, on=[*KEY, "method"], how="inner")
     ratio = (pl.col("value_b") / pl.col("value_a")) if m.higher_is_better else (pl.col("value_a") / pl.col("value_b"))
-    return out.with_columns(ratio.alias("ratio")).sort(*KEY, "method")
+    per_gpu = (ratio * pl.col("gpus_a") / pl.col("gpus_b")) if metric in PER_GPU_METRICS else pl.lit(None, pl.Float64)
+    return out.with_columns(ratio.alias("ratio"), per_gpu.alias("ratio_per_gpu")).sort(*KEY, "method")
+
+
+def servers(ratios_frame: pl.DataFrame) -> pl.DataFrame:
+    """GPUs per server on A and on B for each family of a :func:`ratios` frame (one row per family and pair)."""
+    return ratios_frame.select("family", "gpus_a", "gpus_b").unique().sort("family", "gpus_a", "gpus_b")
 
 
 def winner_changes(result_a: dict, result_b: dict) -> pl.DataFrame:
@@ -80,6 +91,7 @@ def efficiency(con: duckdb.DuckDBPyConnection, f: frames.Filters) -> pl.DataFram
     best = (cells.sort("output_throughput_per_gpu", descending=True, nulls_last=True)
             .unique(subset=["gpu", *KEY, "method"], keep="first", maintain_order=True))
     watts = pl.Series("board_power_w", [power.get(g, np.nan) for g in best["gpu"].to_list()], dtype=pl.Float64)
-    out = best.select("gpu", *KEY, "method", "depth", "output_throughput_per_gpu", "backend").with_columns(watts)
+    out = best.select("gpu", *KEY, "method", "depth", "output_throughput_per_gpu", "gpu_count", "backend"
+                      ).with_columns(watts)
     return out.with_columns((pl.col("output_throughput_per_gpu") / pl.col("board_power_w")).fill_nan(None)
                             .alias("tok_s_per_watt")).sort("gpu", *KEY, "method")

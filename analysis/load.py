@@ -60,3 +60,19 @@ def break_even(speedups: pl.DataFrame) -> pl.DataFrame:
     keys = ["gpu", "family", "workload", "method"]
     first = losing.group_by(keys).agg(pl.col("concurrency").min().alias("stops_paying_at"))
     return speedups.select(keys).unique().join(first, on=keys, how="left").sort(keys)
+
+
+def with_gaps(speedups: pl.DataFrame, best_depth: bool = True) -> pl.DataFrame:
+    """The speedup rows plus a null-speedup row wherever a line (a method, or a method × depth) has no cell at
+    a load its group measured: a chart's line then breaks there instead of drawing straight across loads with
+    no data between."""
+    if speedups.height == 0:
+        return speedups
+    group = ["gpu", "family", "workload"]
+    line = [*group, "method"] + ([] if best_depth else ["depth"])
+    loads = speedups.select(*group, "concurrency").unique()
+    lines = speedups.select(line).unique()
+    grid = lines.join(loads, on=group, how="inner")
+    keys = [*line, "concurrency"]
+    out = grid.join(speedups, on=keys, how="left")
+    return out.select(speedups.columns).sort(*KEY, "method", "depth", nulls_last=True)

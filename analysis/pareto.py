@@ -1,7 +1,9 @@
 """Trade-offs: throughput against tail latency per cell, and the Pareto front of each group.
 
-A cell is on the front when no other cell of its group (GPU × family × workload, across methods, depths
-and loads) has at least its throughput and at most its latency, with one of the two strictly better.
+A cell is on the front when no other cell of its group (GPU × family × workload × concurrency, across methods
+and depths) has at least its throughput and at most its latency, with one of the two strictly better. The front
+is per load: the load is the traffic a deployment gets, not a knob to trade (across loads, throughput and
+latency both grow with concurrency and the front would mix operating points no one can choose between).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import polars as pl
 from analysis import frames
 from analysis.metrics import get_metric
 
-FRONT_GROUP = ("gpu", "family", "workload")
+FRONT_GROUP = ("gpu", "family", "workload", "concurrency")
 LATENCIES = ("p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms")
 
 

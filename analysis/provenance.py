@@ -13,8 +13,22 @@ TABLES = ("runs", "cells", "positions", "requests", "cell_bootstrap", "traces", 
 
 
 def runs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """One row per run with its provenance and how many cells, failed cells and requests it holds."""
-    return frames.runs(con).with_columns(pl.col("requests").cast(pl.Int64))
+    """One row per run with its provenance and how many cells, failed cells and requests it holds.
+
+    ``gpu_count`` is the GPUs the run's host had: a simulated run had none (the simulator stores 0), so it is
+    empty there rather than a count of 0; ``gpus_per_server`` says how many GPUs each GPU model's servers used
+    (tensor parallelism, from the cells: e.g. ``MI300X ×1/4/8``), which differs by family and GPU model."""
+    out = frames.runs(con).with_columns(pl.col("requests").cast(pl.Int64))
+    per = query(con, """
+        WITH g AS (SELECT run_id, gpu, array_to_string(list_sort(list(DISTINCT gpu_count)), '/') AS counts
+                   FROM cells WHERE status = 'ok' AND gpu_count IS NOT NULL GROUP BY run_id, gpu)
+        SELECT run_id, string_agg(gpu || ' ×' || counts, ', ' ORDER BY gpu) AS gpus_per_server
+        FROM g GROUP BY run_id""")
+    out = out.join(per, on="run_id", how="left")
+    if "gpu_count" in out.columns and "backend" in out.columns:
+        out = out.with_columns(pl.when(pl.col("backend") == "sim").then(None).otherwise(pl.col("gpu_count"))
+                               .alias("gpu_count"))
+    return out
 
 
 def table_counts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

@@ -60,3 +60,22 @@ def overlay(metric: str, *, families: tuple[str, ...] = (), workloads: tuple[str
             t = t.filter(pl.col(col).is_in(list(values)))
     return t.select("family", "workload", "method", "depth", "value", "gpu", "source_url", "source_title",
                     "unit", "line")
+
+
+OVERLAY_MARGIN = 0.25  # a published point this far (as a share of the measured span) outside it is still drawn
+
+
+def split_by_range(points: pl.DataFrame, measured: pl.DataFrame, margin: float = OVERLAY_MARGIN
+                   ) -> tuple[pl.DataFrame, pl.DataFrame, tuple[float, float] | None]:
+    """(drawn, left out, measured range): the published points that fall inside the range of the measured
+    values and intervals (widened by ``margin`` of its span), and those that do not. A published setup far
+    from ours (a bigger server, another load) would otherwise set the chart's shared scale and flatten every
+    measured line; the ones left out are named under the chart instead."""
+    cols = [c for c in ("value", "ci_low", "ci_high") if c in measured.columns]
+    vals = measured.select(pl.concat_list(cols).alias("v")).explode("v").drop_nulls()["v"] if cols else None
+    if points.height == 0 or vals is None or vals.len() == 0:
+        return points, points.clear(), None
+    lo, hi = float(vals.min()), float(vals.max())
+    pad = (hi - lo) * margin if hi > lo else abs(hi) * margin
+    inside = pl.col("value").is_between(lo - pad, hi + pad)
+    return points.filter(inside), points.filter(~inside), (lo, hi)

@@ -25,13 +25,31 @@ EDGE_LABEL = "edge of grid"  # heatmap text under a winner at the deepest/shallo
 TIE_SLOTS = 8  # a tie cell is hatched: stripes cycling through the tied methods, every other one lighter
 
 
+# Streamlit's chart theme drops colliding axis labels (labelOverlap) and cuts them at 100 px: on an axis whose
+# labels name rows (candidates, families) every row keeps its label, and each row gets the room for one.
+ROW_H = 20  # px per candidate row (labels at 12 px)
+ROW_H_BOX = 34  # px per box-plot row
+LABEL_LIMIT = 320  # px: the longest candidate label ("draft_model·16") and family names fit whole
+LEGEND_LABEL_LIMIT = 320  # px: legend entries ("eagle3", "draft_model", "concurrency 64") are never cut
+
+
+def rows_height(n_rows: int, per_row: int = ROW_H, floor: int = 120) -> int:
+    """The height of a chart with one labelled row per item: it follows the row count."""
+    return max(per_row * n_rows, floor)
+
+
+def _row_axis(**kw: Any) -> alt.Axis:
+    """An axis whose labels are rows: every label drawn, none cut."""
+    return alt.Axis(labelOverlap=False, labelLimit=LABEL_LIMIT, **{"labelFontSize": 12, **kw})
+
+
 SIM_NOTE = "SIMULATED DATA: spectune's calibrated simulator (backend sim), not measurements on real GPUs"
 
 
 def _legend_layout(orient: str) -> dict:
     if orient == "top":
-        return {"orient": orient, "direction": "horizontal", "titleOrient": "left"}
-    return {"orient": orient}
+        return {"orient": orient, "direction": "horizontal", "titleOrient": "left", "labelLimit": LEGEND_LABEL_LIMIT}
+    return {"orient": orient, "labelLimit": LEGEND_LABEL_LIMIT}
 
 
 def method_color(present: list[str] | None = None, title: str = "method", legend: bool = True,
@@ -135,7 +153,8 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
     band = alt.Scale(paddingInner=0.04, paddingOuter=0.02)
     x = alt.X("workload:N", sort=wls, title=None, scale=band,
               axis=alt.Axis(orient="top", labelAngle=0, labelFontSize=13, labelPadding=6, ticks=False, domain=False))
-    y = alt.Y("family:N", sort=fams, title=None, scale=band, axis=alt.Axis(labelFontSize=13, ticks=False, domain=False))
+    y = alt.Y("family:N", sort=fams, title=None, scale=band,
+              axis=_row_axis(labelFontSize=13, ticks=False, domain=False))
     tooltip = [alt.Tooltip("family:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
                alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
                alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
@@ -233,14 +252,14 @@ def candidates_chart(ranked: pl.DataFrame, metric_label: str) -> alt.LayerChart:
     df = ranked.with_columns(_cand_expr().alias("candidate"))
     order = df["candidate"].to_list()
     base = alt.Chart(df.to_arrow()).encode(
-        y=alt.Y("candidate:N", sort=order, title=None, axis=alt.Axis(labelFontSize=12)),
+        y=alt.Y("candidate:N", sort=order, title=None, axis=_row_axis()),
         color=method_color(sorted(set(df["method"]))),
         tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"),
                  alt.Tooltip("ci_low:Q", format=",.3f"), alt.Tooltip("ci_high:Q", format=",.3f"), "rank:Q"])
     bars = base.mark_rule(strokeWidth=3).encode(x=alt.X("ci_low:Q", title=metric_label, scale=alt.Scale(zero=False)),
                                                 x2="ci_high:Q")
     pts = base.mark_point(filled=True, size=70).encode(x="value:Q")
-    return alt.layer(bars, pts).properties(width=520, height=max(14 * df.height, 120),
+    return alt.layer(bars, pts).properties(width=520, height=rows_height(len(order)),
                                            title="Every candidate with its 95 % interval")
 
 
@@ -252,7 +271,10 @@ def positions_chart(pos: pl.DataFrame, value: str = "acceptance", title: str = "
         x=alt.X("position:O", title="draft position", axis=alt.Axis(labelAngle=0)),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
         color=method_color(sorted(set(df["method"]))), detail="candidate:N",
-        opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
+        # a legend for depth too: with several depths per method the lines differ only by their shade
+        opacity=alt.Opacity("depth:O", scale=alt.Scale(range=[0.35, 1.0]),
+                            legend=alt.Legend(title="depth", labelLimit=LEGEND_LABEL_LIMIT, symbolType="circle",
+                                              symbolFillColor=theme.INK_SOFT, symbolStrokeColor=theme.INK_SOFT)),
         tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
     ).properties(width=360, height=240, title=title or "Acceptance by draft position")
 
@@ -271,14 +293,34 @@ def positions_grid(pos: pl.DataFrame, value: str = "acceptance", legend_orient: 
                                               column=alt.Column("workload:N", title=None))
 
 
-def latency_chart(samples: pl.DataFrame, column: str = "e2e_ms") -> alt.Chart:
-    """Per-request latency distribution of the leading candidates and the baseline (box = IQR, whiskers
-    1.5 IQR, dots beyond)."""
-    return alt.Chart(samples.to_arrow()).mark_boxplot(extent=1.5, size=22).encode(
-        y=alt.Y("candidate:N", title=None), x=alt.X(f"{column}:Q", title=f"request {column.replace('_ms', '')} (ms)"),
-        color=method_color(sorted(set(samples["method"])), legend=False),
-    ).properties(width=520, height=max(44 * samples["candidate"].n_unique(), 90),
-                 title=f"Request {column.replace('_ms', '').upper()} distribution")
+def latency_chart(dist: pl.DataFrame, column: str = "e2e_ms") -> alt.LayerChart:
+    """Per-request latency distribution of the leading candidates and the baseline, from the box statistics
+    and binned outliers :mod:`analysis.distribution` computed in DuckDB (box = IQR, white tick = median,
+    whiskers to the last request within 1.5 IQR, dots = outliers per bin, bigger = more requests)."""
+    d = dist.filter(pl.col("latency") == column)
+    box = d.filter(pl.col("part") == "box")
+    out = d.filter(pl.col("part") == "outliers")
+    order = box["candidate"].to_list()
+    name = column.replace("_ms", "")
+    y = alt.Y("candidate:N", sort=order, title=None, axis=_row_axis())
+    color = method_color(sorted(set(box["method"])), legend=False)
+    tip = ["candidate:N", alt.Tooltip("n:Q", title="requests"), alt.Tooltip("q1:Q", format=",.1f"),
+           alt.Tooltip("median:Q", format=",.1f"), alt.Tooltip("q3:Q", format=",.1f"),
+           alt.Tooltip("whisker_low:Q", format=",.1f"), alt.Tooltip("whisker_high:Q", format=",.1f"),
+           alt.Tooltip("n_outliers:Q", title="outliers")]
+    base = alt.Chart(box.to_arrow()).encode(y=y, color=color, tooltip=tip)
+    # whiskers in the method's colour: a black rule disappears on the dark theme
+    whisker = base.mark_rule(strokeWidth=1.5).encode(
+        x=alt.X("whisker_low:Q", title=f"request {name} (ms)"), x2="whisker_high:Q")
+    iqr = base.mark_bar(size=22).encode(x="q1:Q", x2="q3:Q")
+    median = base.mark_tick(color="#FFFFFF", size=22, thickness=2).encode(x="median:Q")
+    dots = alt.Chart(out.to_arrow()).mark_circle(opacity=0.6).encode(
+        y=y, x="value:Q", color=color,
+        size=alt.Size("count:Q", title="outliers in bin", scale=alt.Scale(range=[12, 160]), legend=None),
+        tooltip=["candidate:N", alt.Tooltip("value:Q", title=f"{name} bin centre (ms)", format=",.1f"),
+                 alt.Tooltip("count:Q", title="requests")])
+    return alt.layer(whisker, iqr, median, dots).properties(
+        width=520, height=rows_height(len(order), ROW_H_BOX), title=f"Request {name.upper()} distribution")
 
 
 def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | None = None,
@@ -307,13 +349,19 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
 
 
+# Log-axis ticks at 1-2-5 of each decade (Vega's own log ticks, thinned by Streamlit's overlap rule, read
+# 50 / 400 / 3k); only the ones inside a panel's domain are drawn.
+LOG_TICKS = [k * 10.0 ** e for e in range(-1, 8) for k in (1, 2, 5)]
+
+
 def tradeoff_chart(df: pl.DataFrame, latency_label: str, legend_orient: str = "top") -> alt.FacetChart:
-    """Throughput vs tail latency per cell; the Pareto front drawn as a line, its cells ringed."""
+    """Throughput vs tail latency per cell; the Pareto front of each load drawn as a line (one per load: a
+    front never joins different concurrencies), its cells ringed."""
     d = df.with_columns(pl.format("{} @c{}", _cand_expr(), "concurrency").alias("candidate"))
     present = sorted(set(d["method"]))
     # nice=False: a "nice" log domain rounds out to whole decades and leaves most of each panel empty
     log = alt.Scale(type="log", nice=False, padding=8)
-    axis = alt.Axis(format="~s", labelFlush=True, gridOpacity=0.6)  # 2k, 10k: neighbouring panels' labels don't collide
+    axis = alt.Axis(format="~s", values=LOG_TICKS, labelOverlap="greedy", labelFlush=True, gridOpacity=0.6)
     base = alt.Chart().encode(x=alt.X("latency:Q", title=latency_label, scale=log, axis=axis),
                               y=alt.Y("output_throughput:Q", title="output tok/s", scale=log, axis=axis))
     pts = base.mark_point(filled=True, size=45, opacity=0.8).encode(
@@ -323,7 +371,7 @@ def tradeoff_chart(df: pl.DataFrame, latency_label: str, legend_orient: str = "t
         tooltip=["candidate:N", alt.Tooltip("output_throughput:Q", format=",.1f"),
                  alt.Tooltip("latency:Q", format=",.1f"), "on_front:N", "backend:N"])
     front = base.transform_filter(alt.datum.on_front).mark_line(color=theme.INK, strokeDash=[4, 3]).encode(
-        order="latency:Q")
+        detail="concurrency:O", order="latency:Q")
     ring = base.transform_filter(alt.datum.on_front).mark_point(size=160, color=theme.INK, strokeWidth=1.5)
     # the same grid as Explore and Load (rows = family, columns = workload): it fits the page's width
     return alt.layer(front, pts, ring, data=d.to_arrow()).properties(width=220, height=170).facet(
@@ -332,45 +380,70 @@ def tradeoff_chart(df: pl.DataFrame, latency_label: str, legend_orient: str = "t
 
 def ratio_heatmap(df: pl.DataFrame, gpu_a: str, gpu_b: str, families: list[str], workloads: list[str]
                   ) -> alt.FacetChart:
-    """Per method (best depth on each GPU): ratio B/A by family × workload, diverging around 1."""
-    d = df.with_columns(pl.col("ratio").map_elements(lambda r: f"×{r:.2f}", return_dtype=pl.String).alias("label"))
+    """Per method (best depth on each GPU): ratio B/A of the whole-server figure by family × workload, diverging
+    around 1; for rate metrics the ratio per GPU under it (a server of B may have fewer GPUs than one of A)."""
+    per_gpu = "ratio_per_gpu" in df.columns and df["ratio_per_gpu"].is_not_null().any()
+    label = pl.format("×{}", pl.col("ratio").round(2))
+    if per_gpu:  # first line the whole server (the colour), second per GPU
+        label = pl.concat_str([label, pl.format("×{}/GPU", pl.col("ratio_per_gpu").round(2))], separator="\n")
+    d = df.with_columns(label.alias("label"))
     base = alt.Chart().encode(x=alt.X("workload:N", sort=workloads, title=None,
                                       axis=alt.Axis(orient="top", labelAngle=0)),
-                              y=alt.Y("family:N", sort=families, title=None))
+                              y=alt.Y("family:N", sort=families, title=None, axis=_row_axis()))
+    tip = ["method:N", "family:N", "workload:N", "depth_a:Q", alt.Tooltip("value_a:Q", format=",.1f"),
+           "depth_b:Q", alt.Tooltip("value_b:Q", format=",.1f"), alt.Tooltip("ratio:Q", format=".3f")]
+    if "gpus_a" in df.columns:
+        tip += [alt.Tooltip("gpus_a:Q", title=f"GPUs per server ({gpu_a})"),
+                alt.Tooltip("gpus_b:Q", title=f"GPUs per server ({gpu_b})")]
+    if per_gpu:
+        tip.append(alt.Tooltip("ratio_per_gpu:Q", title="ratio per GPU", format=".3f"))
     rect = base.mark_rect().encode(
-        color=alt.Color("ratio:Q", title=f"{gpu_b} / {gpu_a}",
-                        scale=alt.Scale(scheme="blueorange", domainMid=1.0)),
-        tooltip=["method:N", "family:N", "workload:N", "depth_a:Q", alt.Tooltip("value_a:Q", format=",.1f"),
-                 "depth_b:Q", alt.Tooltip("value_b:Q", format=",.1f"), alt.Tooltip("ratio:Q", format=".3f")])
-    text = base.mark_text(fontSize=12, color="#000000").encode(text="label:N")
-    return alt.layer(rect, text, data=d.to_arrow()).properties(width=60 * max(len(workloads), 1),
-                                                               height=34 * max(len(families), 1)).facet(
+        color=alt.Color("ratio:Q", title=f"{gpu_b} / {gpu_a} (server)",
+                        scale=alt.Scale(scheme="blueorange", domainMid=1.0),
+                        legend=alt.Legend(orient="bottom", direction="horizontal", titleLimit=LEGEND_LABEL_LIMIT)),
+        tooltip=tip)
+    text = base.mark_text(fontSize=10, color="#000000", lineBreak="\n", dy=-6 if per_gpu else 0).encode(
+        text="label:N")
+    return alt.layer(rect, text, data=d.to_arrow()).properties(width=64 * max(len(workloads), 1),
+                                                               height=(40 if per_gpu else 30) * max(len(families), 1)
+                                                               ).facet(
         facet=alt.Facet("method:N", title=None, sort=theme.methods_in_order(list(set(d["method"])))), columns=3)
 
 
-def speedup_chart(df: pl.DataFrame, best_only: bool = True, legend_orient: str = "top") -> alt.FacetChart:
+def speedup_chart(df: pl.DataFrame, best_only: bool = True, legend_orient: str = "top") -> alt.TopLevelMixin:
     """Speedup over ``none`` vs concurrency per method, with 95 % bands and the break-even line at 1.
 
     ``best_only``: each point is the method's best depth at that load, so one line per method joins them
-    (the best depth may change with load; each point is labelled with its depth). Otherwise one line per
-    (method, depth).
+    (the best depth may change with load); the depths are a strip under the grid, one row per method (labels
+    on the points overlap where the methods meet, at high load). Otherwise one line per (method, depth).
+    Rows with a null speedup (:func:`analysis.load.with_gaps`) break a line where a load has no cell.
     """
     present = sorted(set(df["method"]))
     detail = {} if best_only else {"detail": "depth:O"}
-    base = alt.Chart().encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrency"),
-                              color=method_color(present, orient=legend_orient))
+    # padding: the depth digits at the lowest and highest load sit inside the panel, not on its edge
+    x = alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2, padding=10), title="concurrency")
+    base = alt.Chart().encode(x=x, color=method_color(present, orient=legend_orient))
     band = base.mark_area(opacity=0.15).encode(y="ci_low:Q", y2="ci_high:Q", **detail)
     y = alt.Y("speedup:Q", title="speedup vs none", scale=alt.Scale(zero=False))
     line = base.mark_line(point=True).encode(
         y=y, **detail,
         tooltip=["method:N", "depth:Q", "concurrency:Q", alt.Tooltip("speedup:Q", format=".3f"),
                  alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"), "backend:N"])
-    layers = [band, line]
-    if best_only:
-        layers.append(base.mark_text(dx=7, dy=-7, fontSize=9).encode(y=y, text="depth:Q"))
     rule = alt.Chart().mark_rule(color=theme.INK_SOFT, strokeDash=[3, 3]).encode(y=alt.datum(1.0))
-    return alt.layer(*layers, rule, data=df.to_arrow()).properties(width=210, height=170).facet(
+    grid = alt.layer(band, line, rule, data=df.to_arrow()).properties(width=210, height=170).facet(
         row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
+    if not best_only:
+        return grid
+    methods = theme.methods_in_order(present)
+    depths = df.filter(pl.col("speedup").is_not_null())
+    strip = alt.Chart(depths.to_arrow()).mark_text(fontSize=11, fontWeight="bold").encode(
+        x=x, y=alt.Y("method:N", sort=methods, title=None, axis=_row_axis(labelFontSize=11)),
+        text="depth:Q", color=method_color(present, orient=legend_orient),
+        tooltip=["method:N", "concurrency:Q", "depth:Q"],
+    ).properties(width=210, height=rows_height(len(methods), 16, 40)).facet(
+        row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
+    return alt.vconcat(grid, strip.properties(title=alt.Title("best depth per load (each method's row)",
+                                                              anchor="start", fontSize=12)))
 
 
 def efficiency_chart(df: pl.DataFrame, value: str, axis_title: str, legend_orient: str = "top") -> alt.FacetChart:
@@ -383,7 +456,8 @@ def efficiency_chart(df: pl.DataFrame, value: str, axis_title: str, legend_orien
         color=method_color(present, orient=legend_orient),
         opacity=alt.Opacity("gpu:N", scale=alt.Scale(range=[0.55, 1.0]),
                             legend=alt.Legend(**_legend_layout(legend_orient))),
-        tooltip=["gpu:N", "method:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=",.2f")],
+        tooltip=["gpu:N", "method:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=",.2f"),
+                 *([alt.Tooltip("gpu_count:Q", title="GPUs per server")] if "gpu_count" in df.columns else [])],
     ).properties(width=180, height=150).facet(row=alt.Row("family:N", title=None),
                                               column=alt.Column("workload:N", title=None)
                                               ).resolve_scale(y="independent")

@@ -108,7 +108,7 @@ def drill(path: str, st_: tuple, group: drilldown.Group, metric: str, f: frames.
           ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     with _reader(path).connection() as con:
         ranked = drilldown.candidates(con, group, metric, f, slo)
-        return ranked, drilldown.positions(con, group, f), drilldown.latency_samples(con, ranked)
+        return ranked, drilldown.positions(con, group, f), drilldown.latency_summary(con, ranked)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
@@ -171,8 +171,23 @@ def published_overlay(metric: str, families: tuple[str, ...], workloads: tuple[s
     return published.overlay(metric, families=families, workloads=workloads, methods=methods)
 
 
+def overlay_in_range(points: pl.DataFrame, measured: pl.DataFrame
+                     ) -> tuple[pl.DataFrame, pl.DataFrame, tuple[float, float] | None]:
+    """(drawn, left out, measured range) of the published points (analysis.published.split_by_range)."""
+    return published.split_by_range(points, measured)
+
+
+def gpu_servers(ratios: pl.DataFrame) -> pl.DataFrame:
+    return gpu_compare.servers(ratios)
+
+
 def winner_changes(a: dict, b: dict) -> pl.DataFrame:
     return gpu_compare.winner_changes(a, b)
+
+
+def speedup_lines(s: pl.DataFrame, best_depth: bool) -> pl.DataFrame:
+    """The speedup rows with a null row where a line has no cell at a load (the chart breaks it there)."""
+    return load.with_gaps(s, best_depth)
 
 
 def break_even(s: pl.DataFrame) -> pl.DataFrame:

@@ -47,7 +47,8 @@ def chart(doc: dict, gpu: str, families: list[str], workloads: list[str], metric
         x=alt.X("workload:N", sort=workloads, title=None, scale=band,
                 axis=alt.Axis(orient="top", labelAngle=0, labelFontSize=12, ticks=False, domain=False)),
         y=alt.Y("family:N", sort=families, title=None, scale=band,
-                axis=alt.Axis(labelFontSize=12, ticks=False, domain=False)))
+                # a row per family: every label drawn, none cut (Streamlit's theme drops overlapping ones)
+                axis=alt.Axis(labelFontSize=12, ticks=False, domain=False, labelOverlap=False, labelLimit=320)))
     tooltip = [alt.Tooltip("family:N"), alt.Tooltip("workload:N"), alt.Tooltip("concurrency:Q"),
                alt.Tooltip("pick:N", title="sensible pick"), alt.Tooltip("pick_reason:N", title="why this pick"),
                alt.Tooltip("best:N", title="best point estimate"), alt.Tooltip("tie_text:N", title="verdict")]

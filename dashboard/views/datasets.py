@@ -22,9 +22,12 @@ v = widgets.setup(PAGE, params)
 runs = data.runs(data.db_path(), data.stamp())
 widgets.banner(widgets.any_simulated(runs))
 st.subheader("Runs in the store")
-st.caption("Every chart reads the latest successful row per cell across these runs. Backend `sim` = simulated.")
-cols = [c for c in ("run_id", "backend", "engine_version", "gpu_model", "gpu_count", "host", "started_at",
-                    "finished_at", "source", "cells", "cells_failed", "requests", "notes") if c in runs.columns]
+st.caption("Every chart reads the latest successful row per cell across these runs. Backend `sim` = simulated "
+           "(no GPU: `gpu_count` empty). `gpus_per_server` = GPUs per server of each GPU model (tensor parallelism, "
+           "per family).")
+cols = [c for c in ("run_id", "backend", "engine_version", "gpu_model", "gpu_count", "gpus_per_server", "host",
+                    "started_at", "finished_at", "source", "cells", "cells_failed", "requests", "notes")
+        if c in runs.columns]
 st.dataframe(runs.select(cols), hide_index=True)
 export.buttons(None, runs.select(cols), export.slug(PAGE, "runs"), f"{PAGE}.runs")
 counts = data.table_counts(data.db_path(), data.stamp())

@@ -41,12 +41,19 @@ positions = data.by_position(data.db_path(), data.stamp(), f)
 widgets.banner(widgets.any_simulated(curves))
 overlay = None
 if v["pub"]:
-    overlay = data.published_overlay(v["metric"], tuple(sorted(set(curves["family"]))),
-                                     tuple(sorted(set(curves["workload"]))), tuple(sorted(set(curves["method"]))))
+    published = data.published_overlay(v["metric"], tuple(sorted(set(curves["family"]))),
+                                       tuple(sorted(set(curves["workload"]))), tuple(sorted(set(curves["method"]))))
+    overlay, left_out, span = data.overlay_in_range(published, curves)
     if overlay.height:
         st.caption(f"◆ {overlay.height} published point(s) (black-outlined diamonds; any GPU, see the Data page "
                    "for sources). Published setups differ from these cells: read them as reference, not as a match.")
-    else:
+    if left_out.height and span is not None:
+        named = "; ".join(f"{charts.cand(r['method'], r['depth'])} {r['workload']} {r['value']:,.4g}"
+                          + (f" ({r['gpu']})" if r.get("gpu") else "") for r in left_out.head(6).to_dicts())
+        more = f" and {left_out.height - 6} more" if left_out.height > 6 else ""
+        st.caption(f"Not drawn: {left_out.height} published point(s) outside the measured range "
+                   f"({span[0]:,.4g}–{span[1]:,.4g}), so they do not rescale every panel: {named}{more}.")
+    if not published.height:
         st.info("No published points for this metric and selection (they exist for acceptance length, "
                 "acceptance rate and total output throughput at a stated depth).")
 

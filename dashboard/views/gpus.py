@@ -51,9 +51,15 @@ else:
     ratio_title = f"{label}: {b} / {a} per method · concurrency {v['conc']}"
     st.subheader(ratio_title)
     if ratios.height:
+        servers = data.gpu_servers(ratios)
+        st.caption("GPUs per server (tensor parallelism): " + "; ".join(
+            f"{r['family']} {r['gpus_a']} × {a} vs {r['gpus_b']} × {b}" for r in servers.iter_rows(named=True))
+            + ". A ratio compares whole servers; where the servers have different GPU counts, the ratio per GPU "
+            "(for throughput and goodput) is the second line of each cell (×…/GPU) and matches the per-GPU bars below.")
         charts.show("ratio_heatmap", ratios, a, b, families, workloads, key=f"{PAGE}.ratio")
         export.buttons(partial(charts.exported, "ratio_heatmap", ratios, a, b, families, workloads, title=ratio_title,
-                               subtitle="each method at its best depth on each GPU; above 1, GPU B is better",
+                               subtitle="each method at its best depth on each GPU; above 1, GPU B is better; whole "
+                               "server, and per GPU where stated",
                                simulated=simulated), ratios, name, f"{PAGE}.ratio")
     st.subheader("Does the winner change with the GPU?")
     changes = data.winner_changes(doc_a, doc_b).rename({"winner_a": f"winner on {a}", "winner_b": f"winner on {b}"})

@@ -38,14 +38,16 @@ widgets.banner(widgets.any_simulated(s))
 label = widgets.metric_label(v["metric"])
 name = export.slug(PAGE, v["metric"], v["gpu"])
 speedup_title = f"Speedup over none in {label} vs concurrency · {v['gpu']}"
-speedup_sub = ("each method at its best depth (labelled) per load" if not v["alldepths"] else "every depth") + \
+speedup_sub = ("each method at its best depth per load (the strip below names it)" if not v["alldepths"]
+               else "every depth") + \
     "; 95 % bootstrap bands; below the dotted line at 1, speculation costs"
 if s.height == 0:
     st.info("No cells (with a `none` baseline) match these filters.")
 else:
     best_only = not v["alldepths"]
-    charts.show("speedup", s, best_only, key=f"{PAGE}.speedup")
-    export.buttons(partial(charts.exported, "speedup", s, best_only, title=speedup_title, subtitle=speedup_sub,
+    lines = data.speedup_lines(s, best_only)
+    charts.show("speedup", lines, best_only, key=f"{PAGE}.speedup")
+    export.buttons(partial(charts.exported, "speedup", lines, best_only, title=speedup_title, subtitle=speedup_sub,
                            simulated=widgets.any_simulated(s)), s, name, f"{PAGE}.speedup")
     st.subheader("Where speculation stops paying")
     be = data.break_even(s).with_columns(pl.col("stops_paying_at").cast(pl.String).fill_null("never (in range)"))
@@ -56,7 +58,8 @@ else:
 def _report() -> report.Report:
     return report.Report(title=f"spectune — speedup vs load on {v['gpu']}", filters=widgets.described(v, params),
                          metric=v["metric"],
-                         charts=[(speedup_title, charts.speedup_chart(s, not v["alldepths"], legend_orient="right"))],
+                         charts=[(speedup_title, charts.speedup_chart(data.speedup_lines(s, not v["alldepths"]),
+                                                                     not v["alldepths"], legend_orient="right"))],
                          tables=[("Break-even", data.break_even(s))],
                          provenance=data.runs(data.db_path(), data.stamp()), simulated=widgets.any_simulated(s))
 

@@ -1,5 +1,5 @@
 """Trade-offs: output throughput against tail latency for every cell, the Pareto front of each family ×
-workload, and — under an SLO the user sets — the goodput winner heatmap."""
+workload at each load, and — under an SLO the user sets — the goodput winner heatmap."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ params = [
 ]
 
 st.title("Trade-offs")
-st.caption("Each point is a cell (method · depth · concurrency). Ringed points on the dashed line form the "
-           "Pareto front: nothing else is both faster and lower-latency.")
+st.caption("Each point is a cell (method · depth · concurrency). Ringed points on a dashed line form the "
+           "Pareto front of their load (one line per concurrency): nothing else at that load is both faster and "
+           "lower-latency.")
 v = widgets.setup(PAGE, params, sidebar=[p.key for p in params if p.key != "gconc"])
 f = widgets.filters(v, gpus=[v["gpu"]])
 slo = widgets.slo(v)
@@ -36,7 +37,7 @@ widgets.banner(widgets.any_simulated(points))
 lat_label = widgets.metric_label(v["lat"])
 simulated = widgets.any_simulated(points)
 name = export.slug(PAGE, v["lat"], v["gpu"])
-scatter_title = f"Output throughput vs {lat_label} · {v['gpu']} · Pareto front ringed"
+scatter_title = f"Output throughput vs {lat_label} · {v['gpu']} · Pareto front per load ringed"
 if points.height == 0:
     st.info("No cells match these filters.")
 else:

@@ -34,7 +34,7 @@ def test_candidates_are_ranked_and_agree_with_winners(default_db):
     with store.session(default_db, read_only=True) as con:
         ranked = drilldown.candidates(con, G, "output_throughput")
         doc = winners.winners(con, "output_throughput", G.filters())
-        samples = drilldown.latency_samples(con, ranked)
+        samples = drilldown.latency_summary(con, ranked)
         pos = drilldown.positions(con, G)
     assert ranked["rank"].to_list() == list(range(1, ranked.height + 1))
     # recomputed from the raw rows: the whole-window figure Σ output tokens of successful requests / window per
@@ -52,8 +52,9 @@ def test_candidates_are_ranked_and_agree_with_winners(default_db):
     w = doc["cells"][0]["winner"]
     assert (ranked["method"][0], ranked["depth"][0]) == (w["method"], w["depth"])
     assert set(samples["candidate"]) >= {"none"} and samples["candidate"].n_unique() == 4
-    assert samples.filter(pl.col("candidate") == "none").height == ranked.filter(
-        pl.col("method") == "none")["n_requests"][0]
+    none_e2e = samples.filter((pl.col("candidate") == "none") & (pl.col("latency") == "e2e_ms")
+                              & (pl.col("part") == "box"))
+    assert none_e2e["n"].to_list() == [ranked.filter(pl.col("method") == "none")["n_requests"][0]]
     assert set(pos["method"]) == set(ranked["method"]) - {"none"}
 
 

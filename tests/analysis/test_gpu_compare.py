@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from analysis import costmodel, frames, gpu_compare
 from analysis.metrics import get_metric
@@ -43,3 +44,17 @@ def test_efficiency_divides_by_board_power(default_db):
     power = {g: s.power_w for g, s in costmodel.gpu_specs().items()}
     for row in e.head(20).iter_rows(named=True):
         assert abs(row["tok_s_per_watt"] - row["output_throughput_per_gpu"] / power[row["gpu"]]) < 1e-9
+
+
+def test_ratios_state_gpus_per_server_and_the_ratio_per_gpu(default_db):
+    with store.session(default_db, read_only=True) as con:
+        r = gpu_compare.ratios(con, frames.Filters(concurrency=(1,)), "MI300X", "MI355X")
+        lat = gpu_compare.ratios(con, frames.Filters(concurrency=(1,)), "MI300X", "MI355X", "p99_e2e_ms")
+    qwen = r.filter(pl.col("family") == "Qwen")
+    assert set(qwen["gpus_a"]) == {4} and set(qwen["gpus_b"]) == {2}  # the default matrix's tensor parallelism
+    for row in r.iter_rows(named=True):
+        assert row["ratio_per_gpu"] == pytest.approx(row["ratio"] * row["gpus_a"] / row["gpus_b"])
+    # a server of 2 MI355X about matches one of 4 MI300X: about twice the throughput per GPU
+    assert qwen["ratio"].median() < 1.1 and qwen["ratio_per_gpu"].median() > 1.8
+    assert lat["ratio_per_gpu"].null_count() == lat.height  # a latency is not divided by GPUs
+    assert gpu_compare.servers(r).filter(pl.col("family") == "Qwen").rows() == [("Qwen", 4, 2)]

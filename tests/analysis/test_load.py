@@ -41,3 +41,18 @@ def test_break_even_is_the_first_losing_load():
                       "concurrency": [1, 16, 64], "speedup": [1.5, 0.95, 0.8]})
     assert load.break_even(s)["stops_paying_at"].to_list() == [16]
     assert load.break_even(s.with_columns(pl.lit(1.2).alias("speedup")))["stops_paying_at"].to_list() == [None]
+
+
+def test_a_line_breaks_where_a_load_has_no_cell():
+    rows = {"gpu": ["A"] * 5, "family": ["F"] * 5, "workload": ["w"] * 5, "concurrency": [1, 16, 64, 1, 64],
+            "method": ["mtp", "mtp", "mtp", "ngram", "ngram"], "depth": [2, 3, 3, 2, 4],
+            "value": [1.0] * 5, "baseline": [1.0] * 5, "speedup": [1.2, 1.1, 0.9, 1.3, 1.0],
+            "ci_low": [1.0] * 5, "ci_high": [1.5] * 5, "backend": ["sim"] * 5}
+    s = pl.DataFrame(rows)
+    out = load.with_gaps(s)
+    assert out.height == 6 and out.columns == s.columns
+    gap = out.filter((pl.col("method") == "ngram") & (pl.col("concurrency") == 16))
+    assert gap.height == 1 and gap["speedup"][0] is None  # ngram has no cell at c=16: no segment 1 → 64
+    assert out.filter(pl.col("speedup").is_not_null()).sort(s.columns).equals(s.sort(s.columns))
+    # every depth its own line: mtp·2 has only c=1, mtp·3 only 16 and 64; ngram·2 and ngram·4 one load each
+    assert load.with_gaps(s, best_depth=False).filter(pl.col("speedup").is_null()).height == 3 * 4 - 5

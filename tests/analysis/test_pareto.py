@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 
 from analysis import frames, pareto
@@ -24,7 +25,9 @@ def test_fronts_are_per_group_and_undominated(default_db):
     with store.session(default_db, read_only=True) as con:
         df = pareto.tradeoff(con, frames.Filters(gpus=("MI300X",)), "p99_tpot_ms")
     assert df.height > 0 and df["on_front"].any()
-    for grp in df.partition_by(["gpu", "family", "workload"]):
+    loads = df.filter(pl.col("on_front")).group_by("gpu", "family", "workload").agg(pl.col("concurrency").n_unique())
+    assert loads["concurrency"].min() == df["concurrency"].n_unique() > 1  # a front at every load of every group
+    for grp in df.partition_by(["gpu", "family", "workload", "concurrency"]):
         front = grp.filter(grp["on_front"])
         for row in front.iter_rows(named=True):
             better = grp.filter((grp["output_throughput"] >= row["output_throughput"])

@@ -28,7 +28,7 @@ def built(default_db) -> dict:
             "candidates": (ranked, "throughput"),
             "positions": (drilldown.positions(con, g),),
             "positions_grid": (explore.by_position(con, F), "conditional"),
-            "latency": (drilldown.latency_samples(con, ranked), "tpot_ms"),
+            "latency": (drilldown.latency_summary(con, ranked), "tpot_ms"),
             "depth_curves": (explore.by_depth(con, F, "acceptance_length"), "τ",
                              published.overlay("acceptance_length")),
             "tradeoff": (pareto.tradeoff(con, frames.Filters(gpus=("MI300X",))), "p99 e2e"),
