@@ -436,7 +436,7 @@ def merge(parts: list[FilePartial], shard_by: str = "auto", selector: str | None
         rows = rows.with_columns(pl.lit(0, pl.Int32).alias("t"))
     if shard_by == "auto":
         shard_by = "column" if rows["shard"].is_not_null().any() else "workload"
-    rows = rows.with_columns(pl.col("workload").fill_null(selector or UNKNOWN))
+    rows = rows.with_columns(pl.col("workload").fill_null(selector.strip().lower() if selector else UNKNOWN))
     counters = (rows.filter(pl.col("c_n") > 0).group_by("workload")
                 .agg(pl.col("c_n").sum().cast(pl.UInt32).alias("requests"), pl.col("c_drafted").sum().alias("drafted"),
                      pl.col("c_accepted").sum().alias("accepted")))

@@ -47,9 +47,8 @@ def test_no_banner_without_simulated_rows(measured_db: Path, monkeypatch: pytest
     at = open_page(page)
     assert not _banner(at)
     if page == "views/winners.py":  # the page did render the measured cell (not an empty page without a banner)
-        rows = [r for c in chart_specs(at) for r in c["rows"]]
-        assert {(r["family"], r["workload"], r["backend"]) for r in rows if "backend" in r} == {
-            ("Qwen", "code", "import")}
+        rows = [r for c in chart_specs(at) for r in c["rows"]]  # the every-load view: one row per cell and load
+        assert {(r["family"], r["workload"]) for r in rows if "pick" in r} == {("Qwen", "code")}
 
 
 def test_the_banner_appears_once_a_simulated_run_lands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
