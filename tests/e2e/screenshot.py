@@ -1,7 +1,8 @@
 """The docs' screenshots: ``python -m tests.e2e.screenshot [OUT.png]`` (README) and ``--pages`` (every page).
 
 Builds the default store in a temporary folder (never touches data/), starts the real dashboard and opens it
-in headless Chromium at 1440 px wide. The README image is the Winners landing page (docs/img/winners.png);
+in headless Chromium at 1440 px wide. The README image is the Winners landing page, every load at once
+(docs/img/winners.png);
 ``--pages`` also saves one image per page of the navigation (docs/img/page-<name>.png, listed in
 docs/dashboard.md), each after its charts have drawn.
 """
@@ -34,7 +35,7 @@ def main(out: Path = OUT) -> Path:
         with dashboard(db, Path(tmp) / "server.log") as url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1440, "height": 1480}, device_scale_factor=1)
-            page.goto(f"{url}/?conc=16")
+            page.goto(f"{url}/")  # the landing page as a new user first sees it: every load at once
             page.locator("[data-testid='stVegaLiteChart'] svg").nth(1).wait_for(timeout=60_000)
             page.wait_for_timeout(1500)
             out.parent.mkdir(parents=True, exist_ok=True)
