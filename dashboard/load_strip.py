@@ -60,7 +60,7 @@ def chart(doc: dict, gpu: str, families: list[str], workloads: list[str], metric
                                                                                           tooltip=tooltip)
     mark = base.mark_text(fontSize=10, dy=9, color="#000000").encode(text="mark:N", tooltip=tooltip)
     return alt.layer(rect, name, mark, data=d.to_arrow()).properties(
-        width=78 * max(len(workloads), 1), height=44 * max(len(families), 1)).facet(
+        width=66 * max(len(workloads), 1), height=44 * max(len(families), 1)).facet(  # fits a 1280 px laptop
         column=alt.Column("concurrency:O", title="concurrency (requests in flight)",
                           header=alt.Header(labelFontSize=12, labelExpr="'c = ' + datum.value")),
     ).properties(title=alt.Title(

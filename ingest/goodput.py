@@ -36,6 +36,8 @@ VIEW = "_incoming_slo_requests"
 # The one binning statement, over the landing rows (a registered view) or over the stored requests of cells
 # without bins. Built only from the fixed text above: every grid value is a bound parameter (PARAMS).
 LAND_SQL = _HISTOGRAM + VIEW + " GROUP BY ALL"
+CLEAR_SQL = ("DELETE FROM cell_slo_hist WHERE (run_id, cell_id) IN (SELECT DISTINCT run_id, cell_id FROM "
+             + VIEW + ")")
 BACKFILL_SQL = (_HISTOGRAM + "requests WHERE (run_id, cell_id) NOT IN "
                 "(SELECT DISTINCT run_id, cell_id FROM cell_slo_hist) GROUP BY ALL")
 
@@ -53,6 +55,8 @@ def land(con: duckdb.DuckDBPyConnection, requests: object) -> None:
     DuckDB can register (an Arrow stream of run_id, cell_id, ok, ttft_ms, tpot_ms)."""
     con.register(VIEW, requests)
     try:
+        # the landing cells are new: bins left under their keys are orphans of rows deleted by hand
+        con.execute(CLEAR_SQL)
         con.execute(LAND_SQL, PARAMS)
     finally:
         con.unregister(VIEW)

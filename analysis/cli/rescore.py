@@ -85,9 +85,12 @@ def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
     from analysis.rescore.workload import assign_file, assign_stored, normalise_selector
     from ingest.trace_store import trace_id_for
 
-    selector = normalise_selector(args.workload)
-
     path = Path(args.trace)
+    if args.workload is not None and not args.workload.strip():  # as ingest trace says it (one check, shared)
+        from ingest.traces.registry import check_request
+
+        check_request(path, "auto", None, args.workload)
+    selector = normalise_selector(args.workload)
     files = trace_files(args.trace)
     if files is None and not looks_like_id(args.trace):
         raise InputError(path, 0, "no such file, folder or glob (TRACE is neither a file nor a trace id)")

@@ -41,6 +41,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("analysis/frames.py", "col"): "loops over a fixed tuple of dimension names",
     ("ingest/default_data.py", "table"): "a table name of ingest/ddl.py COLUMNS that has a run_id column",
     ("ingest/goodput.py", "LAND_SQL"): "module constant built from fixed text (CASE bins over ? parameters) and VIEW",
+    ("ingest/goodput.py", "CLEAR_SQL"): "module constant: fixed text and the fixed VIEW name",
     ("ingest/goodput.py", "BACKFILL_SQL"): "module constant built from the same fixed text; grid values are bound",
     ("analysis/provenance.py", "t"): "loops over the fixed TABLES tuple, filtered by information_schema",
 }
