@@ -106,9 +106,7 @@ def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
             tf = read_trace(files[0], args.format, mapping_from_args(args.maps, args.timestamp_unit, files[0]), None,
                             limits=trace_limits(args))
             frame, source = assign_file(tf.frame, tf.format, tf.name, selector)
-            assignment = {"given": source.counts.get("file", 0) + source.counts.get("file name", 0)
-                          + source.counts.get("selector", 0), "classifier": source.counts.get("classifier", 0),
-                          "unknown": source.counts.get("unknown", 0)}
+            assignment = source.assignment()
             return frame, {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format,
                            "file_hash": tf.file_hash, "source": "file", "workload_assignment": assignment,
                            "workload_source": source.as_dict(), "dropped": dict(tf.dropped),

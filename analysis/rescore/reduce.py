@@ -261,9 +261,7 @@ def _reduce_exact(path: Path, spec: ReadSpec, grid: Grid | None, name: str | Non
 
     tf = read_trace(path, spec.fmt, spec.mapping, None, name=name, limits=spec.limits)
     frame, source = assign_file(tf.frame, tf.format, tf.name, spec.workload)
-    c = source.counts
-    assignment = {"given": c.get("file", 0) + c.get("file name", 0) + c.get("selector", 0),
-                  "classifier": c.get("classifier", 0), "unknown": c.get("unknown", 0)}
+    assignment = source.assignment()
     lf = frame.lazy().select(
         pl.col("timestamp_s").alias("ts"), pl.col("input_tokens").cast(pl.Int64),
         pl.col("output_tokens").cast(pl.Int64), "workload", "shard", "drafted_tokens", "accepted_tokens",
@@ -274,7 +272,7 @@ def _reduce_exact(path: Path, spec: ReadSpec, grid: Grid | None, name: str | Non
            "ts_min": float(frame["timestamp_s"].min()) if has_ts else None,  # type: ignore[arg-type]
            "ts_max": float(frame["timestamp_s"].max()) if has_ts else None}  # type: ignore[arg-type]
     return _partial(g, out, grid, path=str(path), name=tf.name, format=tf.format, file_hash=tf.file_hash,
-                    warnings=list(tf.warnings), exact=True, assignment=assignment, source_counts=dict(c),
+                    warnings=list(tf.warnings), exact=True, assignment=assignment, source_counts=dict(source.counts),
                     name_guess=source.name_guess)
 
 

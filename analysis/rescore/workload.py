@@ -47,6 +47,13 @@ class WorkloadSource:
         labelled = {k: v for k, v in self.counts.items() if k != "unknown" and v > 0}
         return max(labelled, key=lambda k: (labelled[k], -SOURCES.index(k))) if labelled else "unknown"
 
+    def assignment(self) -> dict[str, int]:
+        """The older ``workload_assignment`` summary: labelled by the file, its name or the selector
+        (``given``), by the prompt classifier, or not at all."""
+        c = self.counts
+        return {"given": c.get("file", 0) + c.get("file name", 0) + c.get("selector", 0),
+                "classifier": c.get("classifier", 0), "unknown": c.get("unknown", 0)}
+
     def as_dict(self) -> dict:
         return {"source": self.source, "counts": dict(self.counts), "selector": self.selector,
                 "name": self.name, "name_guess": self.name_guess}
