@@ -72,7 +72,7 @@ for s in doc["segments"]:
                    f"{_config_label(rec['method'], rec['depth'])} ({'clear' if rec['clear'] else 'tie'}).")
     else:
         st.info(f"**{s['segment']}**: {s['status'].replace('_', ' ')} — {s.get('why', '')}")
-st.dataframe(recs, hide_index=True)
+widgets.table(recs)
 name = export.slug(PAGE, seg, _window_label(win))
 export.buttons(None, recs, name + "_recommendations", f"{PAGE}.recs")
 
@@ -98,7 +98,7 @@ for s in doc["segments"]:
             f"{PAGE}.pos.{config}")
 if fr["annotations"].height:
     st.markdown("**Restarts and config changes**")
-    st.dataframe(fr["annotations"], hide_index=True)
+    widgets.table(fr["annotations"])
 
 ab = data.production_ab(data.db_path(), data.stamp(), seg, v["abm"], float(v["abblock"]))
 if ab is not None:
