@@ -200,3 +200,21 @@ def test_production_tables(prod_db: Path, monkeypatch: pytest.MonkeyPatch, downl
     check_downloads(downloads, "production")
     at = open_page("views/production.py", {"seg": "globex/chat", "pos": "1"})
     check_page(at, "production A/B")
+
+
+def test_every_table_and_csv_goes_through_the_one_helper() -> None:
+    """Pages draw tables only through dashboard.widgets.table and write CSV only through dashboard.export, so a
+    page not opened above cannot show machine names either."""
+    direct_table = re.compile(r"\bst\.(?:dataframe|table|data_editor)\(|\b(?!st\b)\w+\.(?:dataframe|data_editor)\(")
+    direct_csv = re.compile(r"\.write_csv\(|text/csv")
+    found = []
+    for path in sorted((REPO / "dashboard").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if direct_table.search(line) and rel != "dashboard/widgets.py":
+                found.append(f"{rel}:{n}: {line.strip()}")
+            if direct_csv.search(line) and rel != "dashboard/export.py":
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert not found, found
+    assert direct_table.search("st.dataframe(x)") and direct_table.search("col.data_editor(x)")
+    assert not direct_table.search("pdf.table(st_, head, rows)")
