@@ -50,8 +50,8 @@ else:
                            simulated=widgets.any_simulated(s)), s, name, f"{PAGE}.speedup")
     st.subheader("Where speculation stops paying")
     be = data.break_even(s)
-    st.caption("The lowest measured concurrency at which the speedup is no longer above 1; empty where "
-               "speculation still pays at every measured load.")
+    st.caption("The lowest measured concurrency at which the speedup is no longer above 1; “None”: speculation "
+               "still pays at every measured load (the column stays numeric, so it sorts by concurrency).")
     widgets.table(be)
     export.buttons(None, be, name + "_break-even", f"{PAGE}.breakeven")
 
