@@ -1,8 +1,9 @@
-"""Every page in the real app (AppTest), every on-screen table and every download button: tables show human
-column titles (never a machine name: a snake_case identifier such as ``gain_vs_default_pct`` or ``run_id``),
-values keep their types, candidate cells use the one notation (``dflash·5``, ``none`` alone), and the retired
-``dflash:5`` / ``none:0`` appear nowhere a user looks — page text, widget options, table cells, rendered chart
-specs, CSV / SVG / HTML downloads. CSV headers are human titles; Parquet keeps the machine names.
+"""Every page in the real app (AppTest), every on-screen table and every download button: tables (and chart
+tooltips) show human column titles (never a machine name: a snake_case identifier such as
+``gain_vs_default_pct`` or ``run_id``), values keep their types, candidate cells use the one notation
+(``dflash·5``, ``none`` alone), and the retired ``dflash:5`` / ``none:0`` appear nowhere a user looks — page
+text, widget options, table cells, rendered chart specs, CSV / SVG / HTML downloads. CSV headers are human
+titles; Parquet keeps the machine names.
 
 The downloads are the buttons' own callables (recorded as Streamlit registers them), so what is checked is the
 file a click would give.
@@ -98,6 +99,22 @@ def check_table(frame: pd.DataFrame, where: str) -> None:
             assert pd.api.types.is_numeric_dtype(frame[c]), f"{where}: {c!r} became text ({frame[c].dtype})"
 
 
+def _tooltips(node: object) -> list[dict]:
+    """Every tooltip field definition in a Vega-Lite spec."""
+    out: list[dict] = []
+    if isinstance(node, list):
+        for x in node:
+            out += _tooltips(x)
+    elif isinstance(node, dict):
+        tips = node.get("tooltip")
+        if isinstance(tips, dict | list):
+            out += [x for x in (tips if isinstance(tips, list) else [tips]) if isinstance(x, dict) and "field" in x]
+        for k, v in node.items():
+            if k != "tooltip":
+                out += _tooltips(v)
+    return out
+
+
 def check_page(at: AppTest, where: str) -> int:
     """The page's tables, text and chart specs; returns the number of tables checked."""
     text = shown_text(at)
@@ -107,6 +124,10 @@ def check_page(at: AppTest, where: str) -> int:
     for c in chart_specs(at):  # the data a chart draws (labels, tooltips) too
         rows = json.dumps(c["rows"], ensure_ascii=False, default=str)
         assert not re.search(OLD_NOTATION, rows), f"{where} chart data: {re.search(OLD_NOTATION, rows)}"
+    # a tooltip without a title shows its field's machine name; charts word theirs in lower case ("requests")
+    tips = [t for c in chart_specs(at) for t in _tooltips(c["spec"])]
+    machine = sorted({str(t.get("title", t["field"])) for t in tips if "title" not in t or "_" in str(t["title"])})
+    assert not machine, f"{where}: tooltips titled with machine names: {machine}"
     for i, df in enumerate(at.dataframe):
         check_table(df.value, f"{where} table {i}")
     for i, t in enumerate(at.table):
