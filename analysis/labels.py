@@ -2,7 +2,8 @@
 
 A candidate is written ``method·depth`` (``dflash·5``) and the baseline ``none`` alone, in every chart, table,
 CLI text line and export (issue 14: ``dflash:5`` and ``none:0`` are gone). Machine column names stay in Parquet
-and JSON; tables on screen and CSV exports use :data:`COLUMN_TITLES` through :func:`human_columns`.
+and JSON; tables on screen and in reports (:func:`human_table`) and CSV exports (:func:`human_columns`) use
+:data:`COLUMN_TITLES`, the one mapping.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ def of(c: Mapping) -> str:
 
 def candidate_expr(method: str = "method", depth: str = "depth") -> pl.Expr:
     """:func:`candidate` as a polars expression (vectorised, for frames)."""
+    shown_depth = pl.col(depth).cast(pl.Int64, strict=False).cast(pl.String).fill_null("?")  # as candidate()
     return (pl.when(pl.col(method) == "none").then(pl.lit("none"))
-            .otherwise(pl.format("{}" + SEP + "{}", pl.col(method), pl.col(depth))))
+            .otherwise(pl.format("{}" + SEP + "{}", pl.col(method), shown_depth)))
 
 
 def and_more(names: Sequence[str], shown: int = 2) -> str:
@@ -48,24 +50,75 @@ def and_more(names: Sequence[str], shown: int = 2) -> str:
     return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
 
 
-# Machine column → human title (tables and CSV exports). A column missing here keeps a readable fallback.
+# What a candidate cell may hold: `dflash·5`, `none`, a depth schedule `dflash·1-4→7,5-64→6`, a tie mark.
+CANDIDATE_PATTERN = r"(?:none|[a-z][a-z0-9_]*·(?:\d+|\?|\d+-\d+→\d+(?:,\d+-\d+→\d+)*))(?: \(tie\))?"
+# Machine columns whose cells are candidates (the tests hold them to CANDIDATE_PATTERN).
+CANDIDATE_COLUMNS = frozenset({"candidate", "config", "winner_a", "winner_b", "from", "to", "pick", "recommended",
+                               "running", "observed_config"})
+
+
+def _metric_titles() -> dict[str, str]:
+    from analysis.metrics import METRICS  # the metrics' own labels and units, declared once there
+
+    return {m.name: f"{m.label} ({m.unit})" if m.unit else m.label for m in METRICS.values()}
+
+
+# Machine column → human title, for every table on screen, in a report and in a CSV (the one place: pages and
+# reports add no dictionaries of their own). Metric columns take their label and unit from analysis.metrics. A
+# column missing here gets a readable fallback (:func:`title`); the dashboard tests require an entry.
 COLUMN_TITLES: dict[str, str] = {
-    "gpu": "GPU", "gpu_count": "GPUs per server", "family": "Model family", "workload": "Workload",
-    "concurrency": "Concurrency", "method": "Method", "depth": "Depth", "candidate": "Candidate",
-    "value": "Value", "ci_low": "95 % CI low", "ci_high": "95 % CI high", "rank": "Rank",
-    "gain_vs_none_pct": "Gain vs none (%)", "gain_vs_default_pct": "Gain vs default (%)",
-    "gain_ci_pct": "Gain 95 % CI (%)", "keep_default": "Keep the default?", "verdict": "Verdict",
-    "tied": "Tied set", "pick": "Sensible pick", "pick_rule": "Why this pick", "tie_text": "Tie",
-    "top1": "#1 [95 % CI]", "top2": "#2 [95 % CI]", "top3": "#3 [95 % CI]", "origin": "Origin",
-    "command": "Deploy command", "grid_edge": "Depth grid", "whole_window": "Whole window",
-    "provenance": "Where it comes from", "backend": "Backend", "run_id": "Run", "cell_id": "Cell",
-    "clear": "Clear winner", "margin_pct": "Ahead of runner-up (%)", "baseline_value": "none's value",
-    "output_throughput": "Output throughput (tok/s)", "p99_e2e_ms": "p99 end-to-end (ms)",
-    "p99_tpot_ms": "p99 TPOT (ms)", "p99_ttft_ms": "p99 TTFT (ms)", "acceptance_rate": "Acceptance rate",
-    "acceptance_length": "Acceptance length τ", "goodput": "Goodput (req/s)", "shard": "Shard",
-    "requests": "Requests", "share": "Share", "default_gap_pct": "Default behind the pick (%)",
-    "equivalent": "Equivalent (within margin)", "model": "Model", "speedup": "Speedup vs none",
+    **_metric_titles(),
+    # the cell and the candidate
+    "gpu": "GPU", "gpu_model": "GPU model", "gpu_count": "GPUs", "gpus_per_server": "GPUs per server",
+    "family": "Model family", "model_family": "Model family", "model": "Model", "moe": "MoE",
+    "workload": "Workload", "concurrency": "Concurrency", "method": "Method", "depth": "Depth",
+    "candidate": "Candidate", "config": "Configuration", "shard": "Shard", "segment": "Segment",
+    "target": "Target", "n_requests": "Requests", "requests": "Requests", "share": "Share",
+    # a value and its interval
+    "value": "Value", "ci_low": "95 % CI low", "ci_high": "95 % CI high", "rank": "Rank", "unit": "Unit",
+    "latency": "Latency", "speedup": "Speedup vs none", "baseline_value": "none's value",
+    "output_throughput_per_gpu": "Output throughput per GPU (tok/s)", "tok_s_per_watt": "Output per watt (tok/s/W)",
     "acceptance_source": "Acceptance from", "acceptance_suspect": "Acceptance suspect",
+    "mean_concurrency": "Mean concurrency",
+    # winners, gains and ties
+    "gain_vs_none_pct": "Gain vs none (%)", "gain_vs_default_pct": "Gain vs default (%)",
+    "gain_vs_static_pct": "Gain vs static depth (%)", "gain_vs_running_pct": "Gain vs running (%)",
+    "gain_vs_deployed_pct": "Gain vs deployed (%)", "gain_pct": "Gain (%)", "gain_ci_pct": "Gain 95 % CI (%)",
+    "gain_ci_low": "Gain 95 % CI low (%)", "gain_ci_high": "Gain 95 % CI high (%)",
+    "schedule_gain_pct": "Schedule gain (%)", "default_gap_pct": "Default behind the pick (%)",
+    "margin_pct": "Ahead of runner-up (%)", "keep_default": "Keep the default?", "verdict": "Verdict",
+    "clear": "Clear winner", "tied": "Tied with", "equivalent": "Equivalent (within margin)",
+    "pick": "Sensible pick", "pick_rule": "Why this pick", "tie_text": "Tie", "top1": "#1 [95 % CI]",
+    "top2": "#2 [95 % CI]", "top3": "#3 [95 % CI]", "origin": "Origin", "grid_edge": "Depth grid",
+    "whole_window": "Whole window", "provenance": "Where it comes from", "method_changes": "Method changes?",
+    "stops_paying_at": "Stops paying at (concurrency)", "recommended": "Recommended",
+    "schedule": "Schedule (batch size: depth)", "static_depth": "Static depth",
+    # comparisons: A before B (two runs, two traces), winners per side
+    "winner_a": "Winner in A", "winner_b": "Winner in B", "a": "A", "b": "B", "from": "From", "to": "To",
+    "status": "Status", "change_pct": "Change B − A (%)", "significant": "Significant?", "changed": "Changed?",
+    "within_tie": "Within a tie?", "gain_a_pct": "Gain in A (%)", "gain_b_pct": "Gain in B (%)",
+    "share_a": "Share in A", "share_b": "Share in B", "delta_pp": "Change (points)",
+    "vllm_args_b": "vLLM arguments (B)", "speculative_config": "Speculative config",
+    # deploying
+    "command": "Deploy command", "vllm_args": "vLLM arguments",
+    # runs, files and traces
+    "run_id": "Run", "cell_id": "Cell", "backend": "Backend", "engine_version": "Engine version",
+    "engine": "Engine", "host": "Host", "started_at": "Started", "finished_at": "Finished", "source": "Source",
+    "cells": "Cells", "cells_failed": "Failed cells", "importer": "Importer", "notes": "Notes",
+    "file": "File", "format": "Format", "imported_at": "Imported", "file_hash": "File hash",
+    "trace_id": "Trace", "name": "Name", "workload_mix": "Workload mix", "workload_assignment": "Workload from",
+    "created_at": "Stored", "table_name": "Table", "rows": "Rows",
+    # published reference results
+    "source_url": "Source", "source_title": "Title", "published": "Published", "dataset": "Dataset",
+    "temperature": "Temperature", "metric": "Metric",
+    # production
+    "benchmark": "Benchmark", "production": "Production", "drift_pct": "Drift (%)", "running": "Running",
+    "targets": "Targets", "gap_pct": "Acceptance gap (%)", "deploy": "Deploy flag", "arm": "Arm",
+    "position": "Draft position", "acceptance": "Acceptance", "expected": "Expected", "band_low": "Band low",
+    "band_high": "Band high", "observed_config": "Observed config",
+    "ts": "Time", "time": "Time", "kind": "Kind", "detail": "Detail", "why": "Why", "window": "Window",
+    "benchmark_acceptance": "Benchmark acceptance", "production_acceptance": "Production acceptance",
+    "expected_provenance": "Expected from", "draft_tokens": "Drafted tokens",
 }
 
 
@@ -89,6 +142,18 @@ def human_columns(df: pl.DataFrame, extra: Mapping[str, str] | None = None) -> p
         used.add(t)
         new[c] = t
     return df.rename(new)
+
+
+def human_table(df: pl.DataFrame, extra: Mapping[str, str] | None = None) -> pl.DataFrame:
+    """``df`` as a reader sees it (on screen, in a report): ``method`` + ``depth`` merged into one candidate
+    column in the notation (a row without a stated depth, e.g. a published one, is ``eagle3·?``), every column
+    titled. ``extra`` titles columns whose title depends on the view (``winner_a`` → ``Winner on MI300X``)."""
+    if {"method", "depth"} <= set(df.columns) and "candidate" not in df.columns:
+        cand = candidate_expr().alias("candidate")
+        at = df.columns.index("method")
+        df = df.with_columns(cand).select(
+            [*df.columns[:at], "candidate", *[c for c in df.columns[at:] if c not in ("method", "depth")]])
+    return human_columns(df, extra)
 
 
 def titles_for(columns: Iterable[str]) -> list[str]:

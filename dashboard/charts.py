@@ -503,11 +503,29 @@ def dark_theme() -> bool:
         return False
 
 
+def titled_tooltips(node: Any) -> Any:
+    """The spec with a human title (analysis.labels) on every tooltip field that has none: a tooltip without
+    one shows the machine name (``gain_vs_default_pct``)."""
+    if isinstance(node, list):
+        return [titled_tooltips(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: titled_tooltips(v) for k, v in node.items()}
+    tips = out.get("tooltip")
+    if isinstance(tips, dict | list):
+        out["tooltip"] = [({**t, "title": notation.title(t["field"])}
+                           if isinstance(t, dict) and isinstance(t.get("field"), str) and "title" not in t else t)
+                          for t in (tips if isinstance(tips, list) else [tips])]
+    return out
+
+
 def display(chart_spec: dict, **kwargs: Any) -> Any:
-    """Draw a finished chart's spec in the app, with background ink that reads on the active theme.
+    """Draw a finished chart's spec in the app, with background ink that reads on the active theme and human
+    tooltip titles.
 
     width="content": keep the spec's own cell sizes (stretching a heatmap squeezes its rows and labels)."""
-    return st.vega_lite_chart(theme.for_screen(chart_spec, dark_theme()), width="content", **kwargs)
+    return st.vega_lite_chart(titled_tooltips(theme.for_screen(chart_spec, dark_theme())), width="content",
+                              **kwargs)
 
 
 def show(kind: str, *args: Any, key: str, on_select: Any = "ignore", **kwargs: Any) -> None:

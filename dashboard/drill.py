@@ -15,9 +15,8 @@ import streamlit as st
 from analysis.cellvalues import Slo
 from analysis.drilldown import Group, suspects
 from analysis.frames import Filters
-from analysis.labels import human_columns
 from analysis.schedule import schedule_table
-from dashboard import charts, data, export, state
+from dashboard import charts, data, export, state, widgets
 from dashboard.state import Param
 
 LATENCY_COLS = ("e2e_ms", "ttft_ms", "tpot_ms")
@@ -116,7 +115,7 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
     export.buttons(partial(charts.exported, "latency", samples, lat, title=lat_title, simulated=sim), samples,
                    name + f"_{lat}", f"{page}.drill.lat")
     with st.expander("Every candidate (table)"):
-        st.dataframe(human_columns(ranked.drop("run_id", "cell_id")), hide_index=True)
+        widgets.table(ranked.drop("run_id", "cell_id"))
     _schedules(page, metric, f, gpu, family, workload)
     return picked
 
@@ -133,7 +132,7 @@ def _schedules(page: str, metric: str, f: Filters, gpu: str, family: str, worklo
     if not rows.height:
         st.caption("No method has cells at two or more loads and depths here.")
         return
-    st.dataframe(human_columns(rows.drop("command")), hide_index=True, key=f"{page}.drill.sched")
+    widgets.table(rows.drop("command"), key=f"{page}.drill.sched")
     best = doc["schedules"][0] if doc["schedules"] else None
     for s in doc["schedules"]:
         if s["recommended"] and (best is None or not best["recommended"]

@@ -87,9 +87,10 @@ def escape_formulas(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(cols) if cols else frame
 
 
-def csv_bytes(frame: pl.DataFrame) -> bytes:
-    """CSV for a spreadsheet: human column titles (analysis.labels; Parquet keeps the machine names)."""
-    return escape_formulas(_flat(human_columns(frame))).write_csv().encode()
+def csv_bytes(frame: pl.DataFrame, titles: dict[str, str] | None = None) -> bytes:
+    """CSV for a spreadsheet: human column titles (analysis.labels, with the view's own ``titles``; Parquet keeps
+    the machine names)."""
+    return escape_formulas(_flat(human_columns(frame, titles))).write_csv().encode()
 
 
 def parquet_bytes(frame: pl.DataFrame) -> bytes:
@@ -102,15 +103,17 @@ def _button(label: str, data: Callable[[], bytes], name: str, fmt: str, key: str
     st.download_button(label, data=data, file_name=f"{name}.{fmt}", mime=MIME[fmt], key=key, on_click="ignore")
 
 
-def buttons(chart: Callable[[], alt.TopLevelMixin] | None, frame: pl.DataFrame | None, name: str, key: str) -> None:
+def buttons(chart: Callable[[], alt.TopLevelMixin] | None, frame: pl.DataFrame | None, name: str, key: str,
+            titles: dict[str, str] | None = None) -> None:
     """One row of download buttons: PNG, SVG, PDF for the chart (built by the ``chart`` callable only when a
-    button is clicked); CSV, Parquet for its data."""
+    button is clicked); CSV (human headers, ``titles`` for the view's own) and Parquet (machine names) for its
+    data."""
     items: list[tuple[str, Callable[[], bytes], str]] = []
     if chart is not None:
         for fmt in ("png", "svg", "pdf"):
             items.append((fmt.upper(), lambda fmt=fmt: chart_bytes(chart(), fmt), fmt))
     if frame is not None:
-        items.append(("CSV", lambda: csv_bytes(frame), "csv"))
+        items.append(("CSV", lambda: csv_bytes(frame, titles), "csv"))
         items.append(("Parquet", lambda: parquet_bytes(frame), "parquet"))
     with st.container(horizontal=True, gap="small"):
         for label, data, fmt in items:

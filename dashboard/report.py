@@ -20,7 +20,8 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from analysis.report import columns, filters
+from analysis.labels import human_table
+from analysis.report import filters
 from analysis.report import traffic as report_traffic
 from analysis.report import winners as report_winners
 from analysis.report.document import Summary, shell_lines
@@ -105,10 +106,10 @@ def _has_title(c: alt.TopLevelMixin) -> bool:
 
 def _tables(r: Report) -> list[tuple[str, pl.DataFrame]]:
     """The tables as a reader sees them (human titles, one candidate column), provenance last."""
-    out = [(name, columns.human_table(t)) for name, t in r.tables if t.height]
+    out = [(name, human_table(t)) for name, t in r.tables if t.height]
     prov = _provenance(r)
     if prov.height:
-        out.append(("Provenance", columns.human_table(prov)))
+        out.append(("Provenance", human_table(prov)))
     return out
 
 

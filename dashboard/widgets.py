@@ -11,7 +11,7 @@ import streamlit as st
 
 from analysis.cellvalues import Slo
 from analysis.frames import Filters
-from analysis.labels import human_columns, title
+from analysis.labels import human_table, title
 from analysis.metrics import METRICS
 from dashboard import state
 from dashboard.state import Param
@@ -58,11 +58,14 @@ def p_margin() -> Param:
     return Param("margin", "float", 2.0, lo=0.0, hi=50.0, step=0.5, label="Equivalence margin (%)")
 
 
-def table(frame: pl.DataFrame, **kwargs: Any) -> Any:
-    """A table on screen with human column titles (analysis.labels); machine names stay in Parquet/JSON."""
+def table(frame: pl.DataFrame, titles: dict[str, str] | None = None, **kwargs: Any) -> Any:
+    """Every table on screen: human column titles and one candidate column (analysis.labels.human_table; values
+    keep their types, so sorting stays numeric); machine names stay in Parquet/JSON. ``titles`` names columns
+    whose title depends on the view (``winner_a`` → ``Winner on MI300X``)."""
     if "column_config" in kwargs:  # configs are keyed by the column's shown (human) title
-        kwargs["column_config"] = {title(k): v for k, v in kwargs["column_config"].items()}
-    return st.dataframe(human_columns(frame), **kwargs)
+        kwargs["column_config"] = {(titles or {}).get(k) or title(k): v for k, v in kwargs["column_config"].items()}
+    kwargs.setdefault("hide_index", True)
+    return st.dataframe(human_table(frame, titles), **kwargs)
 
 
 def p_bool(key: str, label: str, default: bool = False) -> Param:

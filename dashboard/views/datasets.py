@@ -23,12 +23,12 @@ runs = data.runs(data.db_path(), data.stamp())
 widgets.banner(widgets.any_simulated(runs))
 st.subheader("Runs in the store")
 st.caption("Every chart reads the latest successful row per cell across these runs. Backend `sim` = simulated "
-           "(no GPU: `gpu_count` empty). `gpus_per_server` = GPUs per server of each GPU model (tensor parallelism, "
+           "(no GPU: “GPUs” empty). “GPUs per server” = GPUs per server of each GPU model (tensor parallelism, "
            "per family).")
 cols = [c for c in ("run_id", "backend", "engine_version", "gpu_model", "gpu_count", "gpus_per_server", "host",
                     "started_at", "finished_at", "source", "cells", "cells_failed", "requests", "notes")
         if c in runs.columns]
-st.dataframe(runs.select(cols), hide_index=True)
+widgets.table(runs.select(cols))
 export.buttons(None, runs.select(cols), export.slug(PAGE, "runs"), f"{PAGE}.runs")
 counts = data.table_counts(data.db_path(), data.stamp())
 st.caption("Rows per table: " + ", ".join(f"{t} {n:,}" for t, n in counts.iter_rows()))
@@ -41,8 +41,8 @@ pub = pub_all
 for key, col in (("pfam", "model_family"), ("pmeth", "method"), ("pgpu", "gpu")):
     if v[key]:
         pub = pub.filter(pl.col(col).is_in(v[key]))
-st.dataframe(pub.drop("line"), hide_index=True,
-             column_config={"source_url": st.column_config.LinkColumn("source", display_text="open")})
+widgets.table(pub.drop("line"),
+              column_config={"source_url": st.column_config.LinkColumn("Source", display_text="open")})
 export.buttons(None, pub, export.slug(PAGE, "published"), f"{PAGE}.published")
 
 

@@ -38,6 +38,7 @@ workloads = [x for x in dims["workload"] if not v["wl"] or x in v["wl"]]
 name = export.slug(PAGE, v["metric"], a, "vs", b, f"c{v['conc']}")
 ratios = pl.DataFrame()
 changes = pl.DataFrame()
+winner_titles = {"winner_a": f"Winner on {a}", "winner_b": f"Winner on {b}"}  # the GPUs' names head the columns
 eff = pl.DataFrame()
 if a == b:
     st.info("Pick two different GPUs.")
@@ -62,12 +63,12 @@ else:
                                "server, and per GPU where stated",
                                simulated=simulated), ratios, name, f"{PAGE}.ratio")
     st.subheader("Does the winner change with the GPU?")
-    changes = data.winner_changes(doc_a, doc_b).rename({"winner_a": f"winner on {a}", "winner_b": f"winner on {b}"})
+    changes = data.winner_changes(doc_a, doc_b)
     n_changed = changes.filter(pl.col("verdict") == "changes").height
     st.markdown(f"**{n_changed}** of {changes.height} cells change winner clearly; "
                 f"{changes.filter(pl.col('verdict') == 'not clear').height} differ only within a tie.")
-    st.dataframe(changes, hide_index=True)
-    export.buttons(None, changes, name + "_winner-changes", f"{PAGE}.changes")
+    widgets.table(changes, winner_titles)
+    export.buttons(None, changes, name + "_winner-changes", f"{PAGE}.changes", titles=winner_titles)
     st.subheader("Efficiency: tok/s per GPU and per watt (board power from data/gpu_specs.csv)")
     # one under the other: each is a full family × workload grid, too wide for half the page
     for col, axis, suffix in (("output_throughput_per_gpu", "output tok/s per GPU", "per-gpu"),
@@ -87,7 +88,7 @@ def _report() -> report.Report:
         charts=[(ratio_title, charts.ratio_heatmap(ratios, a, b, families, workloads)),
                 (f"Output tok/s per watt · {a} vs {b} · concurrency {v['conc']}",
                  charts.efficiency_chart(eff, "tok_s_per_watt", "output tok/s per watt", legend_orient="right"))],
-        tables=[("Winner by GPU", changes), ("Ratios", ratios)],
+        tables=[("Winner by GPU", changes.rename(winner_titles, strict=False)), ("Ratios", ratios)],
         provenance=data.runs(data.db_path(), data.stamp()), simulated=widgets.any_simulated(eff))
 
 

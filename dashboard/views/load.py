@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import polars as pl
 import streamlit as st
 
 from dashboard import charts, data, export, report, widgets
@@ -50,8 +49,10 @@ else:
     export.buttons(partial(charts.exported, "speedup", lines, best_only, title=speedup_title, subtitle=speedup_sub,
                            simulated=widgets.any_simulated(s)), s, name, f"{PAGE}.speedup")
     st.subheader("Where speculation stops paying")
-    be = data.break_even(s).with_columns(pl.col("stops_paying_at").cast(pl.String).fill_null("never (in range)"))
-    st.dataframe(be, hide_index=True)
+    be = data.break_even(s)
+    st.caption("The lowest measured concurrency at which the speedup is no longer above 1; “None”: speculation "
+               "still pays at every measured load (the column stays numeric, so it sorts by concurrency).")
+    widgets.table(be)
     export.buttons(None, be, name + "_break-even", f"{PAGE}.breakeven")
 
 

@@ -10,7 +10,7 @@ from functools import partial
 import streamlit as st
 
 from analysis.labels import candidate
-from dashboard import data, export, production_chart, widgets
+from dashboard import charts, data, export, production_chart, widgets
 from dashboard.state import Param
 
 PAGE = "production"
@@ -72,7 +72,7 @@ for s in doc["segments"]:
                    f"{_config_label(rec['method'], rec['depth'])} ({'clear' if rec['clear'] else 'tie'}).")
     else:
         st.info(f"**{s['segment']}**: {s['status'].replace('_', ' ')} — {s.get('why', '')}")
-st.dataframe(recs, hide_index=True)
+widgets.table(recs)
 name = export.slug(PAGE, seg, _window_label(win))
 export.buttons(None, recs, name + "_recommendations", f"{PAGE}.recs")
 
@@ -83,22 +83,23 @@ for s in doc["segments"]:
     title = f"Acceptance · {seg} · {config} · {_window_label(win)} windows"
     st.subheader(title)
     chart = partial(production_chart.acceptance_over_time, wf, notes, s["method"] or "")
-    st.vega_lite_chart(production_chart.finished(chart(), "").to_dict(validate=False), width="content",
-                       key=f"{PAGE}.acc.{config}")
+    st.vega_lite_chart(charts.titled_tooltips(production_chart.finished(chart(), "").to_dict(validate=False)),
+                       width="content", key=f"{PAGE}.acc.{config}")
     export.buttons(lambda chart=chart, title=title: production_chart.finished(chart(), title, export=True), wf,
                    export.slug(name, config), f"{PAGE}.acc.{config}")
     if v["pos"]:
         pf = fr["positions"].filter(fr["positions"]["config"] == config)
         ptitle = f"Per-position acceptance · {seg} · {config}"
         st.markdown(f"**{ptitle}**")
-        st.vega_lite_chart(production_chart.finished(production_chart.positions_over_time(pf), "").to_dict(
-            validate=False), width="content", key=f"{PAGE}.pos.{config}")
+        st.vega_lite_chart(charts.titled_tooltips(production_chart.finished(
+            production_chart.positions_over_time(pf), "").to_dict(validate=False)), width="content",
+            key=f"{PAGE}.pos.{config}")
         export.buttons(lambda pf=pf, ptitle=ptitle: production_chart.finished(
             production_chart.positions_over_time(pf), ptitle, export=True), pf, export.slug(name, config, "positions"),
             f"{PAGE}.pos.{config}")
 if fr["annotations"].height:
     st.markdown("**Restarts and config changes**")
-    st.dataframe(fr["annotations"], hide_index=True)
+    widgets.table(fr["annotations"])
 
 ab = data.production_ab(data.db_path(), data.stamp(), seg, v["abm"], float(v["abblock"]))
 if ab is not None:
@@ -115,8 +116,9 @@ if ab is not None:
     arms = data.ab_frame(ab)
     if arms.height:
         abt = f"A/B · {ab['metric']} · {seg}"
-        st.vega_lite_chart(production_chart.finished(production_chart.ab_chart(arms, ab["metric"]), "").to_dict(
-            validate=False), width="content", key=f"{PAGE}.ab")
+        st.vega_lite_chart(charts.titled_tooltips(production_chart.finished(
+            production_chart.ab_chart(arms, ab["metric"]), "").to_dict(validate=False)), width="content",
+            key=f"{PAGE}.ab")
         export.buttons(lambda: production_chart.finished(production_chart.ab_chart(arms, ab["metric"]), abt,
                                                          export=True), arms, export.slug(name, "ab"), f"{PAGE}.ab")
 for w in doc["warnings"]:

@@ -15,7 +15,7 @@ import streamlit as st
 
 from analysis.cli.compare import to_markdown
 from analysis.compare import COMPARED, CompareOptions, compare_runs
-from analysis.labels import candidate
+from analysis.labels import candidate, title
 from dashboard import data, export, widgets
 
 PAGE = "runs"
@@ -65,7 +65,7 @@ def cells_table(report: dict, metric: str, everything: bool) -> pl.DataFrame:
         v = c["metrics"][metric]
         if everything or v["significant"]:
             rows.append({"gpu": c["gpu"], "family": c["family"], "workload": c["workload"],
-                         "concurrency": c["concurrency"], "method": _pair(c), "a": v["a"], "b": v["b"],
+                         "concurrency": c["concurrency"], "candidate": _pair(c), "a": v["a"], "b": v["b"],
                          "change_pct": v["delta_pct"], "ci_low": v["ci_low"], "ci_high": v["ci_high"],
                          "significant": v["significant"]})
     return pl.DataFrame(rows)
@@ -78,7 +78,7 @@ widgets.banner(widgets.any_simulated(runs))
 st.subheader("Runs")
 st.caption("Every runner invocation and every imported file, newest first, with where it came from.")
 cols = [c for c in RUN_COLUMNS if c in runs.columns]
-st.dataframe(runs.select(cols), hide_index=True)
+widgets.table(runs.select(cols))
 export.buttons(None, runs.select(cols), export.slug(PAGE, "runs"), f"{PAGE}.runs")
 
 st.subheader("Imported files")
@@ -86,7 +86,7 @@ imports = imports_table(runs)
 if imports.height:
     st.caption("Files brought in with `python -m ingest results` (backend `import`, or the original backend for "
                "spectune exports). Importing the same file again adds nothing.")
-    st.dataframe(imports, hide_index=True)
+    widgets.table(imports)
 else:
     st.info("No imported files yet: `python -m ingest results FILE...` brings in vLLM bench, Spec-Bench, "
             "SGLang, spectune exports and published tables.")
@@ -100,7 +100,7 @@ params = [
     widgets.p_one("run_a", "Run A (before)", with_results, default=with_results[1]),
     widgets.p_one("run_b", "Run B (after)", with_results, default=with_results[0]),
     widgets.p_metric([m for m in widgets.METRICS if widgets.METRICS[m].bootstrapped]),
-    widgets.p_one("cellm", "Per-cell change in", COMPARED, default="acceptance_rate"),
+    widgets.p_one("cellm", "Per-cell change in", COMPARED, default="acceptance_rate", format_func=title),
     widgets.p_bool("allcells", "Every common cell (not only significant changes)"),
 ]
 v = widgets.setup(PAGE, params, sidebar=[])  # drawn in the page body below, not in the sidebar
@@ -122,21 +122,23 @@ st.caption(f"Rule: {report['rule']}. Not comparable (a run lacks the other's win
 retune = retune_table(report)
 if retune.height:
     st.markdown("**Re-tune these shards**")
-    st.dataframe(retune, hide_index=True)
+    widgets.table(retune)
     export.buttons(None, retune, export.slug(PAGE, "retune", v["run_b"]), f"{PAGE}.retune")
 else:
     st.success("No winner changed between these runs: nothing to re-tune.")
 if report["groups"]:
     st.markdown("**Winner per group in each run**")
-    st.dataframe(groups_table(report), hide_index=True)
+    widgets.table(groups_table(report))
 
 widgets.render(PAGE, params[3], st.container())
 widgets.render(PAGE, params[4], st.container())
 cells = cells_table(report, v["cellm"], v["allcells"])
-st.markdown(f"**Change in {v['cellm']} per cell** (B − A)")
+cellm = title(v["cellm"])
+st.markdown(f"**Change in {cellm[:1].lower() + cellm[1:]} per cell** (B − A)")
+sides = {"a": f"{title(v['cellm'])} in A", "b": f"{title(v['cellm'])} in B"}  # the metric the user picked
 if cells.height:
-    st.dataframe(cells, hide_index=True)
-    export.buttons(None, cells, export.slug(PAGE, "cells", v["cellm"]), f"{PAGE}.cells")
+    widgets.table(cells, sides)
+    export.buttons(None, cells, export.slug(PAGE, "cells", v["cellm"]), f"{PAGE}.cells", titles=sides)
 else:
     st.caption("No cell changed significantly." if not v["allcells"] else "No cells in common.")
 with st.container(horizontal=True, gap="small"):

@@ -42,10 +42,11 @@ if points.height == 0:
     st.info("No cells match these filters.")
 else:
     charts.show("tradeoff", points, lat_label, key=f"{PAGE}.scatter")
+    latency_title = {"latency": lat_label}  # the column holds the latency axis the user picked
     export.buttons(partial(charts.exported, "tradeoff", points, lat_label, title=scatter_title, simulated=simulated),
-                   points, name, f"{PAGE}.scatter")
+                   points, name, f"{PAGE}.scatter", titles=latency_title)
     with st.expander("Pareto-optimal cells"):
-        st.dataframe(points.filter(points["on_front"]).drop("run_id", "cell_id", "on_front"), hide_index=True)
+        widgets.table(points.filter(points["on_front"]).drop("run_id", "cell_id", "on_front"), latency_title)
 
 st.subheader(f"Goodput winners under the SLO: TTFT ≤ {slo.ttft_ms:g} ms and TPOT ≤ {slo.tpot_ms:g} ms")
 st.selectbox("Concurrency", params[-1].options, key=f"{PAGE}.gconc")

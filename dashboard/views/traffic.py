@@ -346,7 +346,7 @@ if tid:
     st.caption("Workloads: " + ", ".join(f"{w} {s:.0%} (scored as {t['workload_scored_as'].get(w)})"
                                         for w, s in t["workload_mix"].items()))
     mix = rescore_summary.mix_frame(t["workload_mix"])
-    ctx = (f"trace {names.get(tid, '')} ({tid}) · {v['fam']} on {v['gpu']} · today: {v['default']}",
+    ctx = (f"trace {names.get(tid, '')} ({tid}) · {v['fam']} on {v['gpu']} · today: {opts.default.label}",
            bool(doc["simulated"]))
     a, b = st.columns(2)
     with a:
@@ -366,7 +366,7 @@ if tid:
                     if doc["recommendations"] else "No timestamps.")
     st.subheader("Recommendations")
     recs = rescore_summary.recommendations(doc)
-    st.dataframe(recs.drop("vllm_args", "command"), hide_index=True)
+    widgets.table(recs.drop("vllm_args", "command"))
     cands = rescore_summary.candidates(doc)
     if cands.height:
         _show(_heatmap(cands), cands, name, "heatmap", *ctx)
@@ -388,7 +388,7 @@ if tid:
             st.warning(r["deploy"]["note"])
     if doc["acceptance"]["drift"]:
         st.subheader("Production vs benchmark acceptance")
-        st.dataframe(pl.DataFrame(doc["acceptance"]["drift"]), hide_index=True)
+        widgets.table(pl.DataFrame(doc["acceptance"]["drift"]))
 
     def _report() -> report.Report:
         tables = [("Recommendations", recs.drop("vllm_args", "command")), ("Tax", rescore_summary.tax(doc))]
@@ -407,7 +407,7 @@ if tid:
 
 st.divider()
 st.subheader("Saved traces")
-st.dataframe(stored, hide_index=True)
+widgets.table(stored)
 if len(ids) > 2:
     st.subheader("Compare two traces")
     c1, c2 = st.columns(2)
@@ -418,9 +418,9 @@ if len(ids) > 2:
         db, _ = _rescored(data.db_path(), data.stamp(), tb, opts, selector)
         cmp = rescore_compare.compare(da, db)
         st.metric("Mix drift (total variation)", f"{cmp['total_variation']:.1%}")
-        st.dataframe(cmp["mix_drift"], hide_index=True)
+        widgets.table(cmp["mix_drift"])
         st.markdown("**The recommendation changes**" if cmp["any_change"] else "**Same recommendation for both**")
-        st.dataframe(cmp["changes"], hide_index=True)
+        widgets.table(cmp["changes"])
         export.buttons(None, cmp["changes"], export.slug(PAGE, "compare", ta, tb), f"{PAGE}.cmp")
 widgets.finish(PAGE, params)
 state.write_url(PAGE, [trace_param])

@@ -6,7 +6,7 @@ import re
 
 import polars as pl
 
-from analysis.labels import OLD_NOTATION, and_more, candidate, candidate_expr, human_columns, of, title
+from analysis.labels import OLD_NOTATION, and_more, candidate, candidate_expr, human_columns, human_table, of, title
 
 
 def test_candidate_notation():
@@ -35,5 +35,16 @@ def test_human_columns_rename_every_machine_name():
                        "some_new_ms": [2.0]})
     out = human_columns(df)
     assert out.columns == ["Gain vs default (%)", "Keep the default?", "GPU", "Some new (ms)"]
-    assert title("p99_e2e_ms") == "p99 end-to-end (ms)"
+    assert title("p99_e2e_ms") == "p99 end-to-end latency (ms)"  # label and unit from analysis.metrics
     assert not any("_" in c for c in out.columns)
+
+
+def test_tables_get_human_titles_and_one_candidate_column():
+    frame = pl.DataFrame({"family": ["Qwen", "Qwen"], "method": ["dflash", "none"], "depth": [5, 0],
+                          "gain_vs_none_pct": [3.0, 0.0], "odd_thing_ms": [1.0, 2.0]})
+    out = human_table(frame)
+    assert out.columns == ["Model family", "Candidate", "Gain vs none (%)", "Odd thing (ms)"]
+    assert out["Candidate"].to_list() == ["dflash·5", "none"]
+    published = pl.DataFrame({"method": ["eagle3"], "depth": [None]}, schema={"method": pl.String, "depth": pl.Int64})
+    assert human_table(published)["Candidate"].to_list() == ["eagle3·?"]  # depth not stated: labels.candidate's "?"
+    assert candidate("eagle3", None) == "eagle3·?"

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+from tests.conftest import REPO, cli
+
+APP = REPO / "dashboard" / "app.py"
+RUNS_SAMPLE = REPO / "data" / "samples" / "results" / "vllm_bench_eagle3_qwen_code.json"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -21,6 +25,48 @@ def app_db(default_db: Path):
         os.environ.pop("SPECTUNE_DB", None)
     else:
         os.environ["SPECTUNE_DB"] = old
+
+
+@pytest.fixture(scope="session")
+def runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two identical simulated runs (A, A2), one with a shifted traffic mix (B) and an imported vLLM bench file:
+    a store where the Runs & drift page has something to compare."""
+    from tests.analysis.test_compare import MATRIX, write_shifted_run
+
+    root = tmp_path_factory.mktemp("runs_page")
+    matrix, db = root / "drift.toml", root / "runs.duckdb"
+    matrix.write_text(MATRIX)
+    for run_id in ("A", "A2"):
+        res = cli("runner", "run", "--matrix", str(matrix), "--db", str(db), "--run-id", run_id, "--json")
+        assert res.returncode == 0, res.stderr
+    write_shifted_run(db, matrix, "B")
+    res = cli("ingest", "results", str(RUNS_SAMPLE), "--db", str(db))
+    assert res.returncode == 0, res.stderr
+    return db
+
+
+@pytest.fixture(scope="session")
+def prod_db(default_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default data plus constructed watch samples: a segment whose acceptance drifted enough to change its
+    winner (with a restart and a config change), and an A/B segment served by two targets."""
+    from ingest import sql, store
+    from ingest.watch import land
+    from tests.analysis.production import fleet
+
+    db = tmp_path_factory.mktemp("prod_page") / "s.duckdb"
+    shutil.copy(default_db, db)
+    fleet.without_model_error(db)  # a measured-like benchmark: on the simulated one nothing wins clearly
+    with store.session(db, read_only=True) as con:
+        bench = sql.one(con, "SELECT avg(acceptance_rate) FROM cells WHERE family = 'Kimi' AND gpu = 'MI355X' "
+                             "AND workload = 'code' AND method = 'dspark' AND depth = 6")[0]
+    low = fleet.target("kimi-1", "acme/code", "Kimi", "dspark", 6, "MI355X", "code")
+    fleet.write(db, fleet.series(low, bench * 0.3, n=60, restart_at=30, seed=4))
+    a = fleet.target("ab-a", "globex/chat", "Kimi", "mtp", 2, "MI355X", "chat")
+    b = fleet.target("ab-b", "globex/chat", "Kimi", "mtp", 4, "MI355X", "chat")
+    fleet.write(db, fleet.series(a, 0.7, n=40, tpot_s=0.03, seed=1) + fleet.series(b, 0.6, n=40, tpot_s=0.02, seed=2))
+    land.write_to(db, land.Batch(events=[land.Event("kimi-1", fleet.T0 + 20 * 15, "config_change",
+                                                    "depth 5 → 6")]))
+    return db
 
 
 def open_page(page: str = "views/winners.py", query: dict[str, str | list[str]] | None = None) -> AppTest:

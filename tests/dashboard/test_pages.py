@@ -55,7 +55,10 @@ def test_gpus_page_compares_any_two_gpus():
     at = open_page("views/gpus.py", query={"a": "MI300X", "b": "MI355X", "conc": "1"})
     ratio = chart_specs(at)[0]
     assert ratio["rows"] and all(r["ratio"] > 0 for r in ratio["rows"])
-    assert at.dataframe and "verdict" in at.dataframe[0].value.columns
+    changes = at.dataframe[0].value  # human titles; the winner columns are named after the GPUs compared
+    assert list(changes.columns) == ["Model family", "Workload", "Concurrency", "Winner on MI300X",
+                                     "Winner on MI355X", "Method changes?", "Verdict"]
+    assert set(changes["Verdict"]) <= {"same", "changes", "not clear"}
     at.sidebar.selectbox(key="gpus.b").set_value("MI300X").run()
     assert any("two different GPUs" in i.value for i in at.info)
 
@@ -66,7 +69,11 @@ def test_load_page_speedups_and_break_even():
     assert {r["family"] for r in rows} == {"Gemma"} and {r["concurrency"] for r in rows} == {1, 16, 64}
     at.sidebar.multiselect(key="load.meth").set_value(["ngram"]).run()
     assert {r["method"] for r in chart_specs(at)[0]["rows"]} == {"ngram"}
-    assert "stops_paying_at" in at.dataframe[0].value.columns
+    be = at.dataframe[0].value
+    assert list(be.columns) == ["GPU", "Model family", "Workload", "Method", "Stops paying at (concurrency)"]
+    assert set(be["Method"]) == {"ngram"}
+    # a concurrency stays a number (sorting is numeric); empty = still pays at every measured load
+    assert be["Stops paying at (concurrency)"].dtype.kind in "fi"
 
 
 def _line_detail(spec: dict) -> object:
@@ -91,8 +98,8 @@ def test_load_lines_join_a_method_across_loads_even_when_its_best_depth_changes(
 def test_data_page_lists_runs_and_published_links():
     at = open_page("views/datasets.py", query={"pmeth": "dspark"})
     runs, pub = at.dataframe[0].value, at.dataframe[1].value
-    assert list(runs["backend"]) == ["sim"] and int(runs["requests"].iloc[0]) > 0
-    assert set(pub["method"]) == {"dspark"} and pub["source_url"].str.startswith("http").all()
+    assert list(runs["Backend"]) == ["sim"] and int(runs["Requests"].iloc[0]) > 0
+    assert pub["Candidate"].str.fullmatch(r"dspark·(\d+|\?)").all() and pub["Source"].str.startswith("http").all()
 
 
 
@@ -107,7 +114,7 @@ def test_gpus_page_states_gpus_per_server_and_the_ratio_per_gpu():
 
 def test_data_page_gives_gpus_per_server_not_a_zero_gpu_count():
     runs = open_page("views/datasets.py").dataframe[0].value
-    assert runs["gpu_count"].isna().all() and runs["gpus_per_server"].str.contains("MI300X ×").all()
+    assert runs["GPUs"].isna().all() and runs["GPUs per server"].str.contains("MI300X ×").all()
 
 
 def test_explore_overlay_keeps_the_measured_scale_and_names_what_it_leaves_out():

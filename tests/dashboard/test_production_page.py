@@ -4,36 +4,15 @@ segment served by two targets."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ingest import sql, store
-from ingest.watch import land
-from tests.analysis.production import fleet
+from ingest import store
 from tests.dashboard.conftest import chart_specs, open_page
 
 PAGE = "views/production.py"
-
-
-@pytest.fixture(scope="module")
-def prod_db(default_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("prod_page") / "s.duckdb"
-    shutil.copy(default_db, db)
-    fleet.without_model_error(db)  # a measured-like benchmark: on the simulated one nothing wins clearly
-    with store.session(db, read_only=True) as con:
-        bench = sql.one(con, "SELECT avg(acceptance_rate) FROM cells WHERE family = 'Kimi' AND gpu = 'MI355X' "
-                             "AND workload = 'code' AND method = 'dspark' AND depth = 6")[0]
-    low = fleet.target("kimi-1", "acme/code", "Kimi", "dspark", 6, "MI355X", "code")
-    fleet.write(db, fleet.series(low, bench * 0.3, n=60, restart_at=30, seed=4))
-    a = fleet.target("ab-a", "globex/chat", "Kimi", "mtp", 2, "MI355X", "chat")
-    b = fleet.target("ab-b", "globex/chat", "Kimi", "mtp", 4, "MI355X", "chat")
-    fleet.write(db, fleet.series(a, 0.7, n=40, tpot_s=0.03, seed=1) + fleet.series(b, 0.6, n=40, tpot_s=0.02, seed=2))
-    land.write_to(db, land.Batch(events=[land.Event("kimi-1", fleet.T0 + 20 * 15, "config_change",
-                                                    "depth 5 → 6")]))
-    return db
 
 
 @pytest.fixture
@@ -55,8 +34,8 @@ def test_drifted_segment_shows_its_new_winner_band_and_annotations(page) -> None
     assert all(r["acceptance_rate"] < r["band_low"] for r in rows), "the drift sits below the benchmark band"
     kinds = {r.get("kind") for r in chart["rows"] if "kind" in r}
     assert kinds == {"restart", "config_change"}
-    recs = next(df.value for df in at.dataframe if "recommended" in df.value.columns)
-    assert recs["status"].to_list() == ["winner_changed"]
+    recs = next(df.value for df in at.dataframe if "Recommended" in df.value.columns)
+    assert recs["Status"].to_list() == ["winner_changed"] and recs["Running"].to_list() == ["dspark·6"]
     labels = [b.label for b in at.get("download_button")]
     assert {"PNG", "SVG", "PDF", "CSV", "Parquet"} <= set(labels)
     url = dict(at.query_params)

@@ -8,26 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.analysis.test_compare import MATRIX, write_shifted_run
-from tests.conftest import REPO, cli
+from tests.dashboard.conftest import RUNS_SAMPLE as SAMPLE
 from tests.dashboard.conftest import open_page
 
 PAGE = "views/runs.py"
-SAMPLE = REPO / "data" / "samples" / "results" / "vllm_bench_eagle3_qwen_code.json"
-
-
-@pytest.fixture(scope="module")
-def runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("runs_page")
-    matrix, db = root / "drift.toml", root / "runs.duckdb"
-    matrix.write_text(MATRIX)
-    for run_id in ("A", "A2"):
-        res = cli("runner", "run", "--matrix", str(matrix), "--db", str(db), "--run-id", run_id, "--json")
-        assert res.returncode == 0, res.stderr
-    write_shifted_run(db, matrix, "B")
-    res = cli("ingest", "results", str(SAMPLE), "--db", str(db))
-    assert res.returncode == 0, res.stderr
-    return db
 
 
 @pytest.fixture
@@ -51,11 +35,11 @@ def test_runs_and_imported_files_with_provenance(page) -> None:
     at = page()
     assert [t.value for t in at.title] == ["Runs & drift"]
     assert [s.value for s in at.subheader] == ["Runs", "Imported files", "Compare two runs"]
-    runs = _frame(at, "run_id", "backend", "started_at")
-    assert {"A", "A2", "B"} <= set(runs["run_id"]) and set(runs["backend"]) == {"sim", "import"}
-    imports = _frame(at, "file", "format", "file_hash")
-    assert list(imports["file"]) == [str(SAMPLE)] and list(imports["format"]) == ["vllm_bench"]
-    assert int(imports["cells"].iloc[0]) == 1 and int(imports["requests"].iloc[0]) == 120
+    runs = _frame(at, "Run", "Backend", "Started")
+    assert {"A", "A2", "B"} <= set(runs["Run"]) and set(runs["Backend"]) == {"sim", "import"}
+    imports = _frame(at, "File", "Format", "File hash")
+    assert list(imports["File"]) == [str(SAMPLE)] and list(imports["Format"]) == ["vllm_bench"]
+    assert int(imports["Cells"].iloc[0]) == 1 and int(imports["Requests"].iloc[0]) == 120
     assert any("Simulated data" in w.value for w in at.warning)  # sim rows on screen: the banner
 
 
@@ -63,23 +47,25 @@ def test_shifted_run_shows_changed_winners_and_shards(page) -> None:
     at = page({"run_a": "A", "run_b": "B"})
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Cells compared"] == "30" and int(metrics["Winners changed"]) >= 1
-    retune = _frame(at, "shard", "from", "to", "speculative_config")
+    retune = _frame(at, "Shard", "From", "To", "Speculative config")
     assert len(retune) == int(metrics["Winners changed"])
-    assert all(s.startswith("MI300X/MiniMax/chat/") for s in retune["shard"])
-    groups = _frame(at, "winner_a", "winner_b", "status")
-    assert set(groups.loc[groups["status"] == "changed", "workload"]) == {"chat"}
-    cells = _frame(at, "change_pct", "ci_low", "ci_high")
-    assert len(cells) and set(cells["workload"]) == {"chat"} and cells["significant"].all()
+    assert all(s.startswith("MI300X/MiniMax/chat/") for s in retune["Shard"])
+    groups = _frame(at, "Winner in A", "Winner in B", "Status")
+    assert set(groups.loc[groups["Status"] == "changed", "Workload"]) == {"chat"}
+    cells = _frame(at, "Change B − A (%)", "95 % CI low", "95 % CI high")
+    assert len(cells) and set(cells["Workload"]) == {"chat"} and cells["Significant?"].all()
+    # the per-cell values are headed by the metric picked ("Per-cell change in", default acceptance rate)
+    assert {"Acceptance rate in A", "Acceptance rate in B"} <= set(cells.columns)
 
 
 def test_identical_runs_nothing_to_retune_and_every_cell_on_request(page) -> None:
     at = page({"run_a": "A", "run_b": "A2"})
     assert {m.label: m.value for m in at.metric}["Winners changed"] == "0"
     assert any("nothing to re-tune" in s.value for s in at.success)
-    assert not any(len(df.value) and "shard" in df.value.columns for df in at.dataframe)
+    assert not any(len(df.value) and "Shard" in df.value.columns for df in at.dataframe)
     at.toggle(key="runs.allcells").set_value(True).run()
-    cells = _frame(at, "change_pct", "ci_low", "ci_high")
-    assert len(cells) == 30 and (cells["change_pct"].fillna(0) == 0).all()
+    cells = _frame(at, "Change B − A (%)", "95 % CI low", "95 % CI high")
+    assert len(cells) == 30 and (cells["Change B − A (%)"].fillna(0) == 0).all()
     assert at.query_params["allcells"] in ("1", ["1"])  # the choice is in the URL
 
 

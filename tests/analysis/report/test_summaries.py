@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
 import pytest
 
 from analysis import frames
-from analysis.report import columns, filters, traffic, winners
+from analysis.report import filters, traffic, winners
 from analysis.report.document import candidate, joined, shell_lines
 from analysis.rescore import RescoreOptions, rescore
 from analysis.winners import winners as winners_doc
@@ -65,16 +64,6 @@ def test_slo_filters_are_listed_for_goodput_only():
     f = {"Metric": "x", "SLO: TTFT ≤ (ms)": "2000", "SLO: TPOT ≤ (ms)": "50", "GPUs": "all"}
     assert list(filters.applicable(f, "output_throughput")) == ["Metric", "GPUs"]
     assert filters.applicable(f, "goodput") == f
-
-
-def test_tables_get_human_titles_and_one_candidate_column():
-    frame = pl.DataFrame({"family": ["Qwen", "Qwen"], "method": ["dflash", "none"], "depth": [5, 0],
-                          "gain_vs_none_pct": [3.0, 0.0], "odd_thing_ms": [1.0, 2.0]})
-    out = columns.human_table(frame)
-    assert out.columns == ["Model family", "Candidate", "Gain vs none (%)", "Odd thing (ms)"]
-    assert out["Candidate"].to_list() == ["dflash·5", "none"]
-    published = pl.DataFrame({"method": ["eagle3"], "depth": [None]}, schema={"method": pl.String, "depth": pl.Int64})
-    assert columns.human_table(published)["Candidate"].to_list() == ["eagle3"]  # depth not stated
 
 
 @pytest.mark.parametrize("width", [200, 60, 25, 5])
