@@ -59,13 +59,26 @@ MOMENTS = ("run_id", "cell_id", "n", "tok", "drafted_missing", *[f"s{i}" for i i
 
 # ---- the scan, one per engine: raw rows → per-cell moments --------------------------------------------------
 
+def parquet_files(export: Path, table: str) -> list[Path]:
+    """``export/TABLE.parquet``, or one per part of a multi-part export (``export/partNN/``, generate.py)."""
+    one = export / f"{table}.parquet"
+    return [one] if one.exists() else sorted(export.glob(f"part*/{table}.parquet"))
+
+
 def moments_pandas(export: Path) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     import pandas as pd
 
-    req = pd.read_parquet(export / "requests.parquet", columns=["run_id", "cell_id", "output_tokens", "e2e_ms",
-                                                                 "drafted_tokens", "accepted_tokens", "ok"])
-    cells = pd.read_parquet(export / "cells.parquet", columns=[*CELL_COLUMNS, "status"])
+    # one file at a time (a part of a big export is a day's file): per-cell sums add up across files
+    out = pd.concat([_pandas_file(pd, f) for f in parquet_files(export, "requests")])
+    out = out.groupby(["run_id", "cell_id"], sort=False).sum().reset_index()
+    cells = pd.concat([pd.read_parquet(f, columns=[*CELL_COLUMNS, "status"]) for f in parquet_files(export, "cells")])
     cells = cells[cells["status"] == "ok"]
+    return {c: out[c].to_numpy() for c in MOMENTS}, {c: cells[c].to_numpy() for c in CELL_COLUMNS}
+
+
+def _pandas_file(pd, path: Path):
+    req = pd.read_parquet(path, columns=["run_id", "cell_id", "output_tokens", "e2e_ms", "drafted_tokens",
+                                         "accepted_tokens", "ok"])
     req = req[req["ok"].fillna(True).astype(bool)]
     tok = req["output_tokens"].astype(float).fillna(0.0)
     e2e = req["e2e_ms"].astype(float)
@@ -77,8 +90,7 @@ def moments_pandas(export: Path) -> tuple[dict[str, np.ndarray], dict[str, np.nd
                           **{f"s{i}": x[X[i]] for i in range(4)},
                           **{f"g{i}{j}": x[X[i]] * x[X[j]] for i, j in PAIRS}})
     g = frame.groupby(["run_id", "cell_id"], sort=False)
-    out = g.sum(min_count=1).join(g.size().rename("n")).reset_index()
-    return {c: out[c].to_numpy() for c in MOMENTS}, {c: cells[c].to_numpy() for c in CELL_COLUMNS}
+    return g.sum(min_count=1).join(g.size().rename("n")).reset_index()
 
 
 def moments_polars(export: Path) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -88,16 +100,16 @@ def moments_polars(export: Path) -> tuple[dict[str, np.ndarray], dict[str, np.nd
     tok = pl.col("output_tokens").cast(pl.Float64).fill_null(0.0)
     x = [pl.when(fin).then(tok).otherwise(0.0), pl.when(fin).then(pl.col("e2e_ms")).otherwise(0.0),
          pl.col("drafted_tokens").cast(pl.Float64), pl.col("accepted_tokens").cast(pl.Float64).fill_null(0.0)]
-    out = (pl.scan_parquet(export / "requests.parquet")
+    out = (pl.scan_parquet(parquet_files(export, "requests"))
            .filter(pl.col("ok").fill_null(True))
            .group_by("run_id", "cell_id")
            .agg(pl.len().alias("n"), tok.sum().alias("tok"),
                 pl.col("drafted_tokens").null_count().alias("drafted_missing"),
                 *[x[i].sum().alias(f"s{i}") for i in range(4)],
                 *[(x[i] * x[j]).sum().alias(f"g{i}{j}") for i, j in PAIRS])
-           .collect())
-    cells = pl.read_parquet(export / "cells.parquet", columns=[*CELL_COLUMNS, "status"]).filter(
-        pl.col("status") == "ok")
+           .collect(engine="streaming"))
+    cells = pl.concat([pl.read_parquet(f, columns=[*CELL_COLUMNS, "status"]) for f in parquet_files(export, "cells")
+                       ]).filter(pl.col("status") == "ok")
     return {c: out[c].to_numpy() for c in MOMENTS}, {c: cells[c].to_numpy() for c in CELL_COLUMNS}
 
 

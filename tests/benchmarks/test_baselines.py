@@ -40,13 +40,19 @@ def test_duckdb_baseline_gives_spectunes_verdicts_and_replicates(big_store: tupl
         con.close()
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+@pytest.fixture(scope="module", params=[1, 3], ids=["one export", "three parts"])
+def small(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A small export (~10 requests per cell) and its store; in three parts of disjoint cells, imported one by
+    one, as benchmarks/scaling.py builds its biggest stores."""
     folder = tmp_path_factory.mktemp("baselines")
-    make_export(30_000, folder / "export")
+    make_export(30_000, folder / "export", parts=request.param)
     db = folder / "s.duckdb"
-    proc = cli("ingest", "results", str(folder / "export"), "--db", str(db), "--json")
-    assert proc.returncode == 0, proc.stderr
+    parts = [folder / "export"] if request.param == 1 else sorted((folder / "export").glob("part*"))
+    for part in parts:
+        proc = cli("ingest", "results", str(part), "--db", str(db), "--json")
+        assert proc.returncode == 0, proc.stderr
+    with store.session(db, read_only=True) as con:
+        assert len(winners(con)["cells"]) == 72  # every group, whether landed at once or in parts
     return folder / "export", db
 
 
