@@ -142,8 +142,13 @@ SCANS = {"pandas": moments_pandas, "polars": moments_polars, "duckdb": moments_d
 
 # ---- shared after the scan: replicates from moments, the winner rule ----------------------------------------
 
-def replicates(m: dict[str, np.ndarray], i: int, depth: int, point: float) -> np.ndarray:
-    """Cell ``i``'s 200 throughput replicates from its moments (cellstats' normal limit, the cell's seed)."""
+def replicates(m: dict[str, np.ndarray], i: int, depth: int, point: float, signs: np.ndarray | None = None
+               ) -> np.ndarray:
+    """Cell ``i``'s 200 throughput replicates from its moments (cellstats' normal limit, the cell's seed).
+
+    Equal to spectune's stored replicates up to the sign LAPACK gives each eigenvector: Gram matrices equal to
+    ~1e-15 (sums in another order) can come back with a column of L reversed — the same normal draws, an
+    equally valid replicate set (about 3 % of cells at 12.1 M). ``signs`` (±1 per column) reverses columns."""
     k = 4 if depth > 0 and m["drafted_missing"][i] == 0 and m["s2"][i] > 0 else 2
     s = np.array([m[f"s{a}"][i] for a in range(k)])
     gram = np.empty((k, k))
@@ -153,6 +158,8 @@ def replicates(m: dict[str, np.ndarray], i: int, depth: int, point: float) -> np
     rng = np.random.default_rng(seed_for(str(m["cell_id"][i])))
     lam, vec = np.linalg.eigh(gram)
     root = vec * np.sqrt(np.clip(lam, 0.0, None))
+    if signs is not None:
+        root = root * signs[:k]
     sums = s[:, None] + np.einsum("ij,jb->ib", root, rng.standard_normal((k, BOOTSTRAP_REPLICATES)))
     with np.errstate(invalid="ignore", divide="ignore"):
         return point * (sums[0] / sums[1]) / (s[0] / s[1])

@@ -4,6 +4,7 @@ spectune's winners on a store whose cells take the large-cell bootstrap (the ses
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import duckdb
@@ -28,16 +29,20 @@ def test_duckdb_baseline_gives_spectunes_verdicts_and_replicates(big_store: tupl
     m, cells = baselines.moments_duckdb(db)
     con = duckdb.connect(str(db), read_only=True)
     try:
-        for i in (0, 1, len(m["cell_id"]) // 2, len(m["cell_id"]) - 1):
-            j = int(np.flatnonzero(cells["cell_id"] == m["cell_id"][i])[0])
-            point = float(m["tok"][i]) / float(cells["window_s"][j])
-            stored = np.array([r[0] for r in con.execute(
-                "SELECT output_throughput FROM cell_bootstrap WHERE cell_id = ? ORDER BY replicate",
-                [str(m["cell_id"][i])]).fetchall()])
-            mine = baselines.replicates(m, i, int(cells["depth"][j]), point)
-            np.testing.assert_allclose(mine, stored, rtol=1e-7)
+        stored = dict(con.execute("SELECT cell_id, list(output_throughput ORDER BY replicate) FROM cell_bootstrap "
+                                  "GROUP BY cell_id").fetchall())
     finally:
         con.close()
+    row = {c: j for j, c in enumerate(cells["cell_id"])}
+    flips = [np.array(s) for s in itertools.product((1.0, -1.0), repeat=4)]
+    exact = 0
+    for i, cell in enumerate(m["cell_id"]):
+        j = row[cell]
+        point, depth, want = float(m["tok"][i]) / float(cells["window_s"][j]), int(cells["depth"][j]), stored[cell]
+        close = [np.allclose(baselines.replicates(m, i, depth, point, s), want, rtol=1e-7, atol=0) for s in flips]
+        exact += close[0]
+        assert any(close), cell  # the same draws, up to the sign of an eigenvector (see baselines.replicates)
+    assert exact >= 0.9 * len(m["cell_id"])
 
 
 @pytest.fixture(scope="module", params=[1, 3], ids=["one export", "three parts"])
