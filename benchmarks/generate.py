@@ -11,7 +11,7 @@ The run is labelled backend ``sim``: these numbers are simulated. The folder has
 ``ingest.store.export_tables`` (``runs``, ``cells``, ``positions``, ``requests``) and imports with
 ``python -m ingest results DIR``. Fully vectorised (no per-row or per-cell Python).
 
-    python benchmarks/generate.py N OUT_DIR [--seed 0]
+    python benchmarks/generate.py N OUT_DIR [--seed 0] [--parts K]
 """
 
 from __future__ import annotations
@@ -38,8 +38,11 @@ def _run_id(n: int) -> str:
     return f"bench-{n}"
 
 
-def make_tables(n: int, seed: int = 0) -> dict[str, pl.DataFrame]:
-    """The four export tables with about ``n`` request rows (a multiple of the cell count, at least one each)."""
+def make_tables(n: int, seed: int = 0, part: int = 0, parts: int = 1) -> dict[str, pl.DataFrame]:
+    """The four export tables with about ``n`` request rows (a multiple of the cell count, at least one each).
+
+    ``part`` of ``parts``: only every ``parts``-th cell from ``part`` on (same requests per cell, same run), so a
+    store too big to generate and land at once is built from disjoint exports (``make_export(..., parts=k)``)."""
     base = read_default_tables()
     cells = base["cells"].sort("cell_id")
     src = base["requests"].sort("cell_id", "request_index")
@@ -47,15 +50,16 @@ def make_tables(n: int, seed: int = 0) -> dict[str, pl.DataFrame]:
     run_id = _run_id(per_cell * cells.height)
     counts = src.group_by("cell_id", maintain_order=True).len()["len"].to_numpy().astype(np.int64)
     offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts)[:-1]])
-    rng = np.random.default_rng(seed)
-    cell_of = np.repeat(np.arange(cells.height), per_cell)
+    rng = np.random.default_rng(seed if parts == 1 else [seed, part])
+    mine = np.arange(part, cells.height, parts)
+    cell_of = np.repeat(mine, per_cell)
     pick = offsets[cell_of] + (rng.random(cell_of.size) * counts[cell_of]).astype(np.int64)
     jitter = rng.lognormal(0.0, JITTER_SIGMA, (2, cell_of.size))
     reqs = src.select(pl.exclude("run_id", "request_index"))[pick]
     out_tok = pl.col("output_tokens")
     reqs = reqs.with_columns(
         pl.lit(run_id).alias("run_id"),
-        pl.Series("request_index", np.tile(np.arange(per_cell, dtype=np.int32), cells.height)),
+        pl.Series("request_index", np.tile(np.arange(per_cell, dtype=np.int32), mine.size)),
         (pl.col("ttft_ms") * jitter[0]).alias("ttft_ms"),
         (pl.col("e2e_ms") * jitter[1]).alias("e2e_ms"),
     ).with_columns(
@@ -64,6 +68,7 @@ def make_tables(n: int, seed: int = 0) -> dict[str, pl.DataFrame]:
     )
     scale = per_cell / np.maximum(counts, 1)
     windows = cells["window_s"].to_numpy() * scale
+    cells = cells[mine]
     # Start times spread over the scaled window (closed loop: more requests, proportionally longer window).
     reqs = reqs.with_columns((pl.Series(rng.random(cell_of.size)) * pl.Series(windows[cell_of])).alias("start_s"))
     reqs = reqs.select("run_id", "cell_id", "request_index", "input_tokens", "output_tokens", "ttft_ms", "tpot_ms",
@@ -79,7 +84,7 @@ def make_tables(n: int, seed: int = 0) -> dict[str, pl.DataFrame]:
     )
     new = cells.drop(*[c for c in stats.columns if c != "cell_id"]).join(stats, on="cell_id", how="left")
     new = new.with_columns(
-        pl.lit(run_id).alias("run_id"), pl.Series("window_s", windows),
+        pl.lit(run_id).alias("run_id"), pl.Series("window_s", windows[mine]),
         pl.Series("_depth_f", cells["depth"].cast(pl.Float64)),
     ).with_columns(
         (pl.col("output_tokens") / pl.col("window_s")).alias("output_throughput"),
@@ -99,18 +104,27 @@ def make_tables(n: int, seed: int = 0) -> dict[str, pl.DataFrame]:
         pl.lit(run_id).alias("run_id"),
         pl.lit(f"benchmarks/generate.py: {per_cell} requests per cell resampled from the default simulated run")
         .alias("notes"))
-    positions = base["positions"].with_columns(pl.lit(run_id).alias("run_id"))
+    positions = base["positions"].filter(pl.col("cell_id").is_in(cells["cell_id"].implode())).with_columns(
+        pl.lit(run_id).alias("run_id"))
     return {"runs": runs, "cells": new, "positions": positions, "requests": reqs}
 
 
-def make_export(n: int, out: str | Path, seed: int = 0) -> dict[str, int]:
-    """Write the export folder ``out`` (created) with about ``n`` request rows; returns rows per table."""
+def make_export(n: int, out: str | Path, seed: int = 0, parts: int = 1) -> dict[str, int]:
+    """Write the export folder ``out`` (created) with about ``n`` request rows; returns rows per table.
+
+    ``parts`` > 1: ``out/part00`` … one export folder per part (disjoint cells, generated one at a time, so the
+    peak memory is a part's), each imported with its own ``ingest results``."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    tables = make_tables(n, seed)
-    for name in TABLES:
-        tables[name].write_parquet(out / f"{name}.parquet", compression="zstd", compression_level=1)
-    return {name: tables[name].height for name in TABLES}
+    total: dict[str, int] = dict.fromkeys(TABLES, 0)
+    for part in range(parts):
+        folder = out if parts == 1 else out / f"part{part:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        tables = make_tables(n, seed, part, parts)
+        for name in TABLES:
+            tables[name].write_parquet(folder / f"{name}.parquet", compression="zstd", compression_level=1)
+            total[name] += tables[name].height
+        del tables
+    return total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("n", type=int)
     ap.add_argument("out", type=Path)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--parts", type=int, default=1, help="disjoint exports of every k-th cell, in OUT_DIR/partNN")
     args = ap.parse_args(argv)
-    print(make_export(args.n, args.out, args.seed))
+    print(make_export(args.n, args.out, args.seed, args.parts))
     return 0
 
 

@@ -63,6 +63,15 @@ def default_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def big_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A store of 12.1 M generated request rows (tests/big_store.py; about a minute), shared by the AppTest and
+    Chromium scale tests; read-only use. Returns (path, {requests, cells, generate_s, ingest_s})."""
+    from tests.big_store import build_big_store
+
+    return build_big_store(tmp_path_factory.mktemp("big_store"))
+
+
 @pytest.fixture
 def small_matrix(tmp_path: Path) -> Path:
     path = tmp_path / "small.toml"
