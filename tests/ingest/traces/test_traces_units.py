@@ -20,6 +20,7 @@ from ingest.traces import (
     estimate_tokens_expr,
     read_trace,
 )
+from ingest.traces.checks import resolve_auto_unit
 from ingest.traces.mapping import AmbiguousMapping, infer_mapping
 from ingest.traces.timeparse import parse_datetime_seconds
 
@@ -123,3 +124,46 @@ def test_one_million_row_azure_csv_is_read_whole_and_in_order(tmp_path: Path) ->
     expected = frame.get_column("ContextTokens").cast(pl.Int64)
     assert tf.frame.get_column("input_tokens").equals(expected, check_names=False)
     assert tf.frame.get_column("timestamp_s").is_sorted() and set(tf.frame["workload"]) == {"chat"}
+
+
+def test_ambiguous_columns_are_named_in_the_error() -> None:
+    with pytest.raises(AmbiguousMapping) as err:
+        infer_mapping(["input_tokens", "Prompt Tokens", "output_tokens"])
+    assert str(err.value) == "columns 'input_tokens', 'Prompt Tokens' could all be input_tokens; pass a mapping"
+    with pytest.raises(AmbiguousMapping) as err:
+        infer_mapping(["input_tokens", "arrival_s", "created_at"])
+    assert str(err.value) == "columns 'arrival_s', 'created_at' could all be the timestamp; pass a mapping"
+
+
+@pytest.mark.parametrize(
+    ("values", "dtype", "unit"),
+    [
+        ([None, "2023-11-16 18:17:03", "12"], pl.String, "datetime"),  # the first non-null value decides
+        (["2023-11-16T18:17:03Z"], pl.String, "datetime"),
+        (["12.5", "2023-11-16 18:17:03"], pl.String, None),  # a bare number: its unit cannot be told
+        ([None, None], pl.String, None),
+        ([], pl.String, None),
+        ([1, 2], pl.Int64, None),
+        ([1.5], pl.Float64, None),
+    ],
+)
+def test_a_bare_timestamp_column_is_datetime_only_when_its_first_value_is_one(
+        values: list, dtype: pl.DataType, unit: str | None) -> None:
+    assert resolve_auto_unit(pl.Series("timestamp", values, dtype=dtype)) == unit
+
+
+def test_typed_date_time_columns_are_datetime() -> None:
+    assert resolve_auto_unit(pl.Series("t", [None], dtype=pl.Datetime("us"))) == "datetime"
+    assert resolve_auto_unit(pl.Series("t", [None], dtype=pl.Date)) == "datetime"
+
+
+def test_mapping_problems_say_what_is_wrong() -> None:
+    assert TraceMapping(input_tokens="a", timestamp_unit="h").problems() == [
+        "timestamp_unit must be one of s, ms, us, datetime, got 'h'"]
+    assert TraceMapping(output_tokens="b").problems() == [
+        "mapping needs input_tokens or prompt (to estimate input tokens from)"]
+    assert TraceMapping(input_tokens="a\x00b").problems() == ["mapping for input_tokens contains control characters"]
+    too_long = "mapping for prompt must be a non-empty column name of at most 256 chars"
+    assert TraceMapping(prompt="   ").problems() == [too_long]
+    assert TraceMapping(prompt="x" * 257).problems() == [too_long]
+    assert TraceMapping(prompt="x" * 256).problems() == []  # the limit itself is allowed
