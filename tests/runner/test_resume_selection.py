@@ -7,7 +7,9 @@ ids are chosen so that alphabetical order is the reverse of time order.
 
 from __future__ import annotations
 
+import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ingest import sql, store
@@ -102,3 +104,20 @@ def test_pending_cells_skip_what_the_run_already_has(tmp_path: Path):
     assert (todo, skipped) == ([], len(m.cells()))
     todo, skipped = pending_cells(m, "other", RunOptions(db=db))
     assert [k.cell_id for k in todo] == [k.cell_id for k in m.cells()] and skipped == 0
+
+
+def test_a_new_run_id_is_matrix_backend_utc_stamp_and_six_hex_digits(tmp_path: Path, monkeypatch):
+    # a zone far from UTC: the stamp must still be UTC (run ids sort by time across machines)
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        before = datetime.now(UTC).replace(microsecond=0)
+        new_id, resuming = resolve_run_id(_matrix(tmp_path), RunOptions(db=tmp_path / "s.duckdb", backend="vllm"))
+        after = datetime.now(UTC)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    got = re.fullmatch(r"resume-vllm-(\d{8}T\d{6})-([0-9a-f]{6})", new_id)
+    assert got is not None and not resuming, new_id
+    stamp = datetime.strptime(got[1], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+    assert before <= stamp <= after

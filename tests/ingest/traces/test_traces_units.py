@@ -174,6 +174,7 @@ def test_mapping_problems_say_what_is_wrong() -> None:
     ("values", "unit", "seconds"),
     [(["1500", " 3 ", "-2"], "ms", [1.5, 0.003, -0.002]), (["1500"], "us", [0.0015]), ([2.5, 4], "s", [2.5, 4.0]),
      (["2e12"], "us", [2e6]),  # 2·10¹² µs is 23 days: in range for µs, not for s
+     (["1e12", "-1e12"], "s", [1e12, -1e12]),  # the range's ends themselves are allowed
      (["2023-11-16 18:17:03", "2023-11-16T18:17:04.5Z"], "datetime",
       [datetime(2023, 11, 16, 18, 17, 3, tzinfo=UTC).timestamp(), datetime(2023, 11, 16, 18, 17, 4, 500000,
                                                                            tzinfo=UTC).timestamp()])],
