@@ -98,3 +98,24 @@ def test_without_per_request_drafts_acceptance_replicates_stay_missing():
     reps = cellstats.bootstrap(req, metrics, depth=3, seed=7)
     assert np.isnan(reps["acceptance_length"]).all() and np.isnan(reps["acceptance_rate"]).all()
     assert np.isfinite(reps["output_throughput"]).all()
+
+
+def test_tpot_window_and_unflagged_requests_of_a_hand_computed_cell():
+    # an imported file may leave ``ok`` null: such a request succeeded; a window under a second still counts
+    req = _requests().with_columns(pl.Series("ok", [None, True, None], dtype=pl.Boolean))
+    v = cellstats.derive(req, depth=3, window_s=0.5, gpu_count=1).values
+    assert (v["n_requests"], v["n_failed"], v["window_s"]) == (3, 0, 0.5)
+    assert v["output_throughput"] == pytest.approx(120.0)  # 60 tokens / 0.5 s
+    tpot = [900 / 9, 1800 / 19, 2700 / 29]  # (e2e − ttft) / (tokens − 1)
+    assert v["mean_tpot_ms"] == pytest.approx(sum(tpot) / 3)
+    assert v["p50_tpot_ms"] == pytest.approx(1800 / 19)  # the middle of three
+    assert v["p99_tpot_ms"] == pytest.approx(900 / 9 - 0.02 * (900 / 9 - 1800 / 19))  # rank 1.98 of the sorted three
+
+
+def test_a_cell_without_requests_has_no_latencies():
+    v = cellstats.derive(_requests().head(0), depth=3, window_s=2.0, gpu_count=1).values
+    assert (v["n_requests"], v["n_failed"], v["output_tokens"], v["output_throughput"]) == (0, 0, 0.0, 0.0)
+    for name in ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms"):
+        assert v[f"p50_{name}"] is None and v[f"p99_{name}"] is None, name
+    assert v["mean_ttft_ms"] is None and v["mean_tpot_ms"] is None and v["mean_e2e_ms"] is None
+    assert v["acceptance_rate"] is None and v["acceptance_length"] is None
