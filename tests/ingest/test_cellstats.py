@@ -50,6 +50,7 @@ def test_counters_take_precedence_and_give_per_position_rates():
     assert m.values["acceptance_rate"] == pytest.approx(0.4)
     assert m.values["acceptance_length"] == pytest.approx(2.2)  # 1 + 12/10 = 1 + Σ r_i
     assert m.positions == pytest.approx([0.6, 0.4, 0.2])
+    assert m.values["acceptance_source"] == "counters" and m.values["drafts"] == 10
 
 
 def test_no_window_no_throughput_and_no_drafts_no_acceptance():
@@ -119,3 +120,60 @@ def test_a_cell_without_requests_has_no_latencies():
         assert v[f"p50_{name}"] is None and v[f"p99_{name}"] is None, name
     assert v["mean_ttft_ms"] is None and v["mean_tpot_ms"] is None and v["mean_e2e_ms"] is None
     assert v["acceptance_rate"] is None and v["acceptance_length"] is None
+
+
+def _spec_requests(steps: list[int], drafted: list[int], accepted: list[int], per_pos: list[list[int]]
+                   ) -> pl.DataFrame:
+    """Requests carrying vLLM's per-request spec-decode metrics (verify steps and accepted-per-position)."""
+    n = len(steps)
+    return pl.DataFrame({
+        "output_tokens": [10] * n, "ttft_ms": [100.0] * n, "e2e_ms": [1000.0] * n, "tpot_ms": [100.0] * n,
+        "drafted_tokens": drafted, "accepted_tokens": accepted, "spec_steps": steps,
+        "accepted_per_pos": per_pos, "ok": [True] * n,
+    }, schema_overrides={"accepted_per_pos": pl.List(pl.Int64)})
+
+
+def test_per_request_spec_metrics_give_rates_per_position_and_agree_with_the_counters():
+    req = _spec_requests([3, 6, 9], [9, 18, 27], [6, 9, 18], [[3, 2, 1], [5, 3, 1], [8, 6, 4]])
+    counters = SpecCounters(drafts=18, draft_tokens=54, accepted_tokens=33, accepted_per_pos=[16, 11, 6])
+    m = cellstats.derive(req, depth=3, window_s=2.0, gpu_count=1, counters=counters)
+    v = m.values
+    assert v["acceptance_source"] == "per-request"
+    assert (v["drafts"], v["draft_tokens"], v["accepted_tokens"]) == (18, 54, 33)
+    assert m.positions == pytest.approx([16 / 18, 11 / 18, 6 / 18])  # r_i = accepted at i / verify steps
+    assert v["acceptance_rate"] == pytest.approx(33 / 54) and v["acceptance_length"] == pytest.approx(1 + 33 / 18)
+    assert (v["acceptance_checked"], v["acceptance_suspect"]) == (True, None)
+    assert (v["counter_drafts"], v["counter_draft_tokens"], v["counter_accepted_tokens"]) == (18, 54, 33)
+    assert v["output_throughput"] == v["output_throughput_per_gpu"] == pytest.approx(15.0)  # 30 tokens / 2 s, one GPU
+
+
+def test_a_single_verify_step_still_gives_per_position_rates_at_depth_one():
+    one = cellstats.derive(_spec_requests([1], [3], [2], [[1, 1, 0]]), depth=3, window_s=1.0, gpu_count=1)
+    assert one.positions == pytest.approx([1.0, 1.0, 0.0]) and one.values["acceptance_length"] == pytest.approx(3.0)
+    d1 = cellstats.derive(_spec_requests([4, 6], [4, 6], [1, 3], [[1], [3]]), depth=1, window_s=1.0, gpu_count=1)
+    assert d1.positions == pytest.approx([0.4]) and d1.values["acceptance_rate"] == pytest.approx(0.4)
+
+
+def test_without_speculation_or_verify_steps_acceptance_comes_from_elsewhere_or_nowhere():
+    # depth 0: no acceptance even if the rows carry spec counts
+    v0 = cellstats.derive(_spec_requests([3], [9], [6], [[3, 2, 1]]), depth=0, window_s=1.0, gpu_count=1).values
+    assert v0["acceptance_source"] is None and v0["acceptance_rate"] is None and v0["acceptance_length"] is None
+    # per-request metrics with no verify step at all: the counters decide
+    zero = _spec_requests([0, 0], [0, 0], [0, 0], [[0, 0, 0], [0, 0, 0]])
+    counters = SpecCounters(drafts=1, draft_tokens=3, accepted_tokens=2, accepted_per_pos=[1, 1, 0])
+    m = cellstats.derive(zero, depth=3, window_s=1.0, gpu_count=1, counters=counters)
+    assert m.values["acceptance_source"] == "counters" and m.positions == pytest.approx([1.0, 1.0, 0.0])
+    assert m.values["acceptance_length"] == pytest.approx(3.0) and m.values["drafts"] == 1
+    # counters that saw no drafts, and no per-request drafts: no acceptance
+    bare = _requests().with_columns(pl.lit(None, dtype=pl.Int64).alias("drafted_tokens"),
+                                    pl.lit(None, dtype=pl.Int64).alias("accepted_tokens"))
+    v = cellstats.derive(bare, depth=3, window_s=1.0, gpu_count=1,
+                         counters=SpecCounters(drafts=0, draft_tokens=0, accepted_tokens=0)).values
+    assert v["acceptance_source"] is None and v["acceptance_rate"] is None and v["drafts"] is None
+
+
+def test_inter_token_latency_percentiles_only_when_measured():
+    v = cellstats.derive(_requests(), depth=3, window_s=2.0, gpu_count=1, itl_ms=[10, 20, 30, 40]).values
+    assert (v["p50_itl_ms"], v["p90_itl_ms"], v["p99_itl_ms"]) == pytest.approx((25.0, 37.0, 39.7))
+    none = cellstats.derive(_requests(), depth=3, window_s=2.0, gpu_count=1).values
+    assert none["p50_itl_ms"] is None and none["p99_itl_ms"] is None
