@@ -177,3 +177,61 @@ def test_inter_token_latency_percentiles_only_when_measured():
     assert (v["p50_itl_ms"], v["p90_itl_ms"], v["p99_itl_ms"]) == pytest.approx((25.0, 37.0, 39.7))
     none = cellstats.derive(_requests(), depth=3, window_s=2.0, gpu_count=1).values
     assert none["p50_itl_ms"] is None and none["p99_itl_ms"] is None
+
+
+def test_counter_figures_and_the_cross_check_exist_only_for_speculative_cells():
+    counters = SpecCounters(drafts=6, draft_tokens=6, accepted_tokens=3, accepted_per_pos=[3])
+    v1 = cellstats.derive(_spec_requests([4, 2], [4, 2], [2, 1], [[2], [1]]), depth=1, window_s=1.0, gpu_count=1,
+                          counters=counters).values
+    assert (v1["counter_drafts"], v1["counter_draft_tokens"], v1["counter_accepted_tokens"]) == (6, 6, 3)
+    assert (v1["acceptance_checked"], v1["acceptance_suspect"]) == (True, None)
+    v0 = cellstats.derive(_requests(), depth=0, window_s=1.0, gpu_count=1, counters=counters).values
+    assert "counter_drafts" not in v0 and (v0["acceptance_checked"], v0["acceptance_suspect"]) == (None, None)
+    v0 = cellstats.derive(_spec_requests([4, 2], [4, 2], [2, 1], [[2], [1]]), depth=0, window_s=1.0, gpu_count=1,
+                          counters=counters).values
+    assert (v0["acceptance_checked"], v0["acceptance_suspect"]) == (None, None)
+
+
+def _direct(cols: dict[str, np.ndarray], seed: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Throughput ratio and τ replicates of the Poisson bootstrap written out (one weight per request)."""
+    w = cellstats.poisson1(np.random.default_rng(seed), (cols["e2e_ms"].size, cellstats.BOOTSTRAP_REPLICATES))
+    w = w.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = (cols["output_tokens"] @ w) / (cols["e2e_ms"] @ w)
+        tau = 1 + (cols["accepted_tokens"] @ w) / ((cols["drafted_tokens"] @ w) / depth)
+    return ratio, tau
+
+
+def test_the_exact_bootstrap_up_to_its_size_limit_and_only_when_asked_above_or_below():
+    n = cellstats.EXACT_MAX_N  # the limit itself is still exact
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(20, 400, n).astype(float)
+    cols = {"output_tokens": tokens, "e2e_ms": tokens * rng.uniform(8, 14, n), "ttft_ms": tokens,
+            "tpot_ms": tokens, "drafted_tokens": 3 * tokens, "accepted_tokens": np.floor(1.5 * tokens)}
+    base = tokens.sum() / cols["e2e_ms"].sum()
+    ratio, tau = _direct(cols, 5, 3)
+    got = cellstats.bootstrap_arrays(cols, 2.0, depth=3, seed=5)
+    assert got["output_throughput"] == pytest.approx(2.0 * ratio / base, rel=1e-12)
+    assert got["acceptance_length"] == pytest.approx(tau, rel=1e-12)
+    small = {k: v[:200] for k, v in cols.items()}
+    ratio, _ = _direct(small, 5, 3)
+    base = small["output_tokens"].sum() / small["e2e_ms"].sum()
+    assert cellstats.bootstrap_arrays(small, 2.0, depth=3, seed=5, exact=True)["output_throughput"] == pytest.approx(
+        2.0 * ratio / base, rel=1e-12)
+    normal = cellstats.bootstrap_arrays(small, 2.0, depth=3, seed=5, exact=False)["output_throughput"]
+    assert not np.allclose(normal, 2.0 * ratio / base)  # exact=False takes the large-n scheme
+
+
+def test_no_requests_no_replicates_and_one_request_or_one_draft_still_some():
+    empty = {k: np.zeros(0) for k in ("output_tokens", "e2e_ms", "ttft_ms", "tpot_ms", "drafted_tokens",
+                                      "accepted_tokens")}
+    got = cellstats.bootstrap_arrays(empty, 1.0, depth=3, seed=1, replicates=50)
+    assert set(got) == set(cellstats.METRIC_KEYS) and all(v.shape == (50,) and np.isnan(v).all() for v in got.values())
+    one = {"output_tokens": np.array([10.0]), "e2e_ms": np.array([1000.0]), "ttft_ms": np.array([100.0]),
+           "tpot_ms": np.array([100.0]), "drafted_tokens": np.array([1.0]), "accepted_tokens": np.array([1.0])}
+    got = cellstats.bootstrap_arrays(one, 10.0, depth=1, seed=1)
+    drawn = np.isfinite(got["output_throughput"])  # a replicate that drew the request zero times has no value
+    assert 0 < drawn.sum() < drawn.size and got["output_throughput"][drawn] == pytest.approx(10.0)
+    assert got["acceptance_length"][drawn] == pytest.approx(2.0) and got["p99_e2e_ms"][drawn] == pytest.approx(1000.0)
+    # no speculation: no acceptance replicates even though the columns are there
+    assert np.isnan(cellstats.bootstrap_arrays(one, 10.0, depth=0, seed=1)["acceptance_length"]).all()
