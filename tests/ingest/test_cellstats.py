@@ -235,3 +235,41 @@ def test_no_requests_no_replicates_and_one_request_or_one_draft_still_some():
     assert got["acceptance_length"][drawn] == pytest.approx(2.0) and got["p99_e2e_ms"][drawn] == pytest.approx(1000.0)
     # no speculation: no acceptance replicates even though the columns are there
     assert np.isnan(cellstats.bootstrap_arrays(one, 10.0, depth=0, seed=1)["acceptance_length"]).all()
+
+
+def _weighted_p99(vals: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per replicate (columns of ``w``): the first value, ascending, whose cumulative weight reaches 0.99 of the
+    total (numpy's inverted-CDF rule), by a plain loop."""
+    order = np.argsort(vals, kind="stable")
+    out = np.full(w.shape[1], np.nan)
+    for b in range(w.shape[1]):
+        cum = np.cumsum(w[order, b])
+        if cum[-1] > 0:
+            out[b] = vals[order][np.argmax(cum >= 0.99 * cum[-1])]
+    return out
+
+
+def test_replicates_with_missing_latencies_equal_a_direct_bootstrap():
+    n, seed = 60, 11
+    rng = np.random.default_rng(4)
+    tokens = rng.integers(20, 400, n).astype(float)
+    e2e = tokens * rng.uniform(8, 14, n)
+    e2e[[3, 17, 40]] = np.nan  # requests without an end-to-end latency
+    accepted = np.floor(1.5 * tokens)
+    accepted[5] = np.nan  # one request without an accepted count: counts as 0 accepted
+    cols = {"output_tokens": tokens, "e2e_ms": e2e, "ttft_ms": tokens * 0.5, "tpot_ms": np.full(n, np.nan),
+            "drafted_tokens": 3 * tokens, "accepted_tokens": accepted}
+    got = cellstats.bootstrap_arrays(cols, 7.0, depth=3, seed=seed)
+    w = cellstats.poisson1(np.random.default_rng(seed), (n, cellstats.BOOTSTRAP_REPLICATES)).astype(float)
+    fin = np.isfinite(e2e)
+    tok, lat = np.where(fin, tokens, 0.0), np.where(fin, e2e, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want_tput = 7.0 * ((tok @ w) / (lat @ w)) / (tok.sum() / lat.sum())
+    assert got["output_throughput"] == pytest.approx(want_tput, rel=1e-12, nan_ok=True)
+    assert got["p99_e2e_ms"] == pytest.approx(_weighted_p99(e2e[fin], w[fin]), nan_ok=True)
+    assert got["p99_ttft_ms"] == pytest.approx(_weighted_p99(tokens * 0.5, w), nan_ok=True)
+    assert got["p99_tpot_ms"].shape == (cellstats.BOOTSTRAP_REPLICATES,) and np.isnan(got["p99_tpot_ms"]).all()
+    acc = np.nan_to_num(accepted, nan=0.0)
+    assert got["acceptance_rate"] == pytest.approx((acc @ w) / ((3 * tokens) @ w), rel=1e-12)
+    without_point = cellstats.bootstrap_arrays(cols, None, depth=3, seed=seed)["output_throughput"]
+    assert without_point.shape == (cellstats.BOOTSTRAP_REPLICATES,) and np.isnan(without_point).all()
