@@ -3,6 +3,8 @@ against the point estimate and against a second, direct implementation of the Po
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 import pytest
@@ -273,3 +275,15 @@ def test_replicates_with_missing_latencies_equal_a_direct_bootstrap():
     assert got["acceptance_rate"] == pytest.approx((acc @ w) / ((3 * tokens) @ w), rel=1e-12)
     without_point = cellstats.bootstrap_arrays(cols, None, depth=3, seed=seed)["output_throughput"]
     assert without_point.shape == (cellstats.BOOTSTRAP_REPLICATES,) and np.isnan(without_point).all()
+
+
+def test_poisson_weights_are_the_inverse_cdf_of_32_bit_uniforms():
+    # the documented scheme written out: weight = #{k : u ≥ round(2³²·F(k))}, F the Poisson(1) CDF, k = 0..11
+    shape = (2000, 500)
+    u = np.random.default_rng(9).integers(0, 2**32, size=shape, dtype=np.uint32).astype(np.int64)
+    cdf = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(12)])
+    want = sum((u >= round(c * 2.0**32)).astype(np.int64) for c in cdf)
+    got = cellstats.poisson1(np.random.default_rng(9), shape)
+    assert got.dtype == np.uint8 and np.array_equal(got, want)
+    assert (want >= 7).sum() > 0  # the rare weights (past the dense thresholds) are in the sample
+    assert abs(got.mean() - 1.0) < 0.005 and abs(got.var() - 1.0) < 0.01  # Poisson(1): mean = variance = 1
