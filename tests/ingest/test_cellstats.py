@@ -43,6 +43,14 @@ def test_metrics_of_a_hand_computed_cell():
     assert v["drafts"] == pytest.approx(18.0) and v["draft_tokens"] == 54.0 and v["accepted_tokens"] == 33.0
     assert v["acceptance_rate"] == pytest.approx(33 / 54)
     assert v["acceptance_length"] == pytest.approx(1 + 33 / 18)
+    assert v["acceptance_source"] == "per-request"  # per-request drafted/accepted counts, without verify steps
+
+
+def test_no_gpu_count_no_per_gpu_throughput_and_no_drafts_no_acceptance_figures():
+    req = _requests().with_columns(pl.lit(0).alias("drafted_tokens"), pl.lit(0).alias("accepted_tokens"))
+    m = cellstats.derive(req, depth=3, window_s=2.0, gpu_count=0)
+    assert m.values["output_throughput"] == pytest.approx(30.0) and m.values["output_throughput_per_gpu"] is None
+    assert m.values["drafts"] is None and m.values["acceptance_length"] is None and m.positions == []
 
 
 def test_counters_take_precedence_and_give_per_position_rates():
