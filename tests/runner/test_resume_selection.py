@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ingest import sql, store
-from runner.execute import RunOptions, pending_cells, resolve_run_id, run_matrix
+from runner.execute import RunOptions, pending_cells, pending_cells_detail, resolve_run_id, run_matrix
 from runner.matrix import load_matrix
 
 MATRIX = """
@@ -121,3 +121,25 @@ def test_a_new_run_id_is_matrix_backend_utc_stamp_and_six_hex_digits(tmp_path: P
     assert got is not None and not resuming, new_id
     stamp = datetime.strptime(got[1], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
     assert before <= stamp <= after
+
+
+def test_failed_cells_are_skipped_unless_retried_and_only_limits_the_cells(tmp_path: Path):
+    db = tmp_path / "s.duckdb"
+    m = _matrix(tmp_path)
+    _run(m, db, "r")
+    ok, failed = (k.cell_id for k in m.cells())
+    with store.session(db) as con:
+        con.execute("UPDATE cells SET status = 'failed' WHERE run_id = 'r' AND cell_id = ?", [failed])
+
+    def ids(opts: RunOptions, run_id: str = "r") -> tuple[list[str], int, int]:
+        todo, skipped, skipped_failed = pending_cells_detail(m, run_id, opts)
+        return [k.cell_id for k in todo], skipped, skipped_failed
+
+    assert ids(RunOptions(db=db)) == ([], 2, 1)  # both skipped, one of them a failure
+    assert ids(RunOptions(db=db, retry_failed=True)) == ([failed], 1, 0)
+    assert ids(RunOptions(db=db, only=frozenset({ok}))) == ([], 1, 0)
+    assert ids(RunOptions(db=db, retry_failed=True, only=frozenset({failed}))) == ([failed], 0, 0)
+    assert ids(RunOptions(db=db, only=frozenset({failed})), "new") == ([failed], 0, 0)
+    with store.session(db) as con:
+        con.execute("UPDATE cells SET status = 'failed' WHERE run_id = 'r'")
+    assert ids(RunOptions(db=db)) == ([], 2, 2)
