@@ -88,6 +88,7 @@ def test_resume_with_nothing_to_resume_says_so(tmp_path: Path):
     new_id, resuming = resolve_run_id(m, RunOptions(db=db, resume=True), notes.append)
     assert not resuming and new_id.startswith("resume-sim-")
     assert len(notes) == 1 and "no earlier sim run of" in notes[0] and new_id in notes[0]
+    assert f"of {m.path} in {db};" in notes[0]  # names the store it looked in
     _run(m, db, "before-edit")
     edited = _matrix(tmp_path, MATRIX.replace("max_tokens = 64", "max_tokens = 65"))  # same path, new content
     notes.clear()
