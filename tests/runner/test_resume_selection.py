@@ -7,11 +7,13 @@ ids are chosen so that alphabetical order is the reverse of time order.
 
 from __future__ import annotations
 
+import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ingest import sql, store
-from runner.execute import RunOptions, pending_cells, resolve_run_id, run_matrix
+from runner.execute import RunOptions, pending_cells, pending_cells_detail, resolve_run_id, run_matrix
 from runner.matrix import load_matrix
 
 MATRIX = """
@@ -86,6 +88,7 @@ def test_resume_with_nothing_to_resume_says_so(tmp_path: Path):
     new_id, resuming = resolve_run_id(m, RunOptions(db=db, resume=True), notes.append)
     assert not resuming and new_id.startswith("resume-sim-")
     assert len(notes) == 1 and "no earlier sim run of" in notes[0] and new_id in notes[0]
+    assert f"of {m.path} in {db};" in notes[0]  # names the store it looked in
     _run(m, db, "before-edit")
     edited = _matrix(tmp_path, MATRIX.replace("max_tokens = 64", "max_tokens = 65"))  # same path, new content
     notes.clear()
@@ -102,3 +105,42 @@ def test_pending_cells_skip_what_the_run_already_has(tmp_path: Path):
     assert (todo, skipped) == ([], len(m.cells()))
     todo, skipped = pending_cells(m, "other", RunOptions(db=db))
     assert [k.cell_id for k in todo] == [k.cell_id for k in m.cells()] and skipped == 0
+
+
+def test_a_new_run_id_is_matrix_backend_utc_stamp_and_six_hex_digits(tmp_path: Path, monkeypatch):
+    # a zone far from UTC: the stamp must still be UTC (run ids sort by time across machines)
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        before = datetime.now(UTC).replace(microsecond=0)
+        new_id, resuming = resolve_run_id(_matrix(tmp_path), RunOptions(db=tmp_path / "s.duckdb", backend="vllm"))
+        after = datetime.now(UTC)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    got = re.fullmatch(r"resume-vllm-(\d{8}T\d{6})-([0-9a-f]{6})", new_id)
+    assert got is not None and not resuming, new_id
+    stamp = datetime.strptime(got[1], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+    assert before <= stamp <= after
+
+
+def test_failed_cells_are_skipped_unless_retried_and_only_limits_the_cells(tmp_path: Path):
+    db = tmp_path / "s.duckdb"
+    m = _matrix(tmp_path)
+    _run(m, db, "r")
+    ok, failed = (k.cell_id for k in m.cells())
+    with store.session(db) as con:
+        con.execute("UPDATE cells SET status = 'failed' WHERE run_id = 'r' AND cell_id = ?", [failed])
+
+    def ids(opts: RunOptions, run_id: str = "r") -> tuple[list[str], int, int]:
+        todo, skipped, skipped_failed = pending_cells_detail(m, run_id, opts)
+        return [k.cell_id for k in todo], skipped, skipped_failed
+
+    assert ids(RunOptions(db=db)) == ([], 2, 1)  # both skipped, one of them a failure
+    assert ids(RunOptions(db=db, retry_failed=True)) == ([failed], 1, 0)
+    assert ids(RunOptions(db=db, only=frozenset({ok}))) == ([], 1, 0)
+    assert ids(RunOptions(db=db, retry_failed=True, only=frozenset({failed}))) == ([failed], 0, 0)
+    assert ids(RunOptions(db=db, only=frozenset({failed})), "new") == ([failed], 0, 0)
+    with store.session(db) as con:
+        con.execute("UPDATE cells SET status = 'failed' WHERE run_id = 'r'")
+    assert ids(RunOptions(db=db)) == ([], 2, 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -20,6 +21,7 @@ from ingest.traces import (
     estimate_tokens_expr,
     read_trace,
 )
+from ingest.traces.checks import BadValue, check_timestamps, resolve_auto_unit
 from ingest.traces.mapping import AmbiguousMapping, infer_mapping
 from ingest.traces.timeparse import parse_datetime_seconds
 
@@ -123,3 +125,83 @@ def test_one_million_row_azure_csv_is_read_whole_and_in_order(tmp_path: Path) ->
     expected = frame.get_column("ContextTokens").cast(pl.Int64)
     assert tf.frame.get_column("input_tokens").equals(expected, check_names=False)
     assert tf.frame.get_column("timestamp_s").is_sorted() and set(tf.frame["workload"]) == {"chat"}
+
+
+def test_ambiguous_columns_are_named_in_the_error() -> None:
+    with pytest.raises(AmbiguousMapping) as err:
+        infer_mapping(["input_tokens", "Prompt Tokens", "output_tokens"])
+    assert str(err.value) == "columns 'input_tokens', 'Prompt Tokens' could all be input_tokens; pass a mapping"
+    with pytest.raises(AmbiguousMapping) as err:
+        infer_mapping(["input_tokens", "arrival_s", "created_at"])
+    assert str(err.value) == "columns 'arrival_s', 'created_at' could all be the timestamp; pass a mapping"
+
+
+@pytest.mark.parametrize(
+    ("values", "dtype", "unit"),
+    [
+        ([None, "2023-11-16 18:17:03", "12"], pl.String, "datetime"),  # the first non-null value decides
+        (["2023-11-16T18:17:03Z"], pl.String, "datetime"),
+        (["12.5", "2023-11-16 18:17:03"], pl.String, None),  # a bare number: its unit cannot be told
+        ([None, None], pl.String, None),
+        ([], pl.String, None),
+        ([1, 2], pl.Int64, None),
+        ([1.5], pl.Float64, None),
+    ],
+)
+def test_a_bare_timestamp_column_is_datetime_only_when_its_first_value_is_one(
+        values: list, dtype: pl.DataType, unit: str | None) -> None:
+    assert resolve_auto_unit(pl.Series("timestamp", values, dtype=dtype)) == unit
+
+
+def test_typed_date_time_columns_are_datetime() -> None:
+    assert resolve_auto_unit(pl.Series("t", [None], dtype=pl.Datetime("us"))) == "datetime"
+    assert resolve_auto_unit(pl.Series("t", [None], dtype=pl.Date)) == "datetime"
+
+
+def test_mapping_problems_say_what_is_wrong() -> None:
+    assert TraceMapping(input_tokens="a", timestamp_unit="h").problems() == [
+        "timestamp_unit must be one of s, ms, us, datetime, got 'h'"]
+    assert TraceMapping(output_tokens="b").problems() == [
+        "mapping needs input_tokens or prompt (to estimate input tokens from)"]
+    assert TraceMapping(input_tokens="a\x00b").problems() == ["mapping for input_tokens contains control characters"]
+    too_long = "mapping for prompt must be a non-empty column name of at most 256 chars"
+    assert TraceMapping(prompt="   ").problems() == [too_long]
+    assert TraceMapping(prompt="x" * 257).problems() == [too_long]
+    assert TraceMapping(prompt="x" * 256).problems() == []  # the limit itself is allowed
+
+
+@pytest.mark.parametrize(
+    ("values", "unit", "seconds"),
+    [(["1500", " 3 ", "-2"], "ms", [1.5, 0.003, -0.002]), (["1500"], "us", [0.0015]), ([2.5, 4], "s", [2.5, 4.0]),
+     (["2e12"], "us", [2e6]),  # 2·10¹² µs is 23 days: in range for µs, not for s
+     (["1e12", "-1e12"], "s", [1e12, -1e12]),  # the range's ends themselves are allowed
+     (["2023-11-16 18:17:03", "2023-11-16T18:17:04.5Z"], "datetime",
+      [datetime(2023, 11, 16, 18, 17, 3, tzinfo=UTC).timestamp(), datetime(2023, 11, 16, 18, 17, 4, 500000,
+                                                                           tzinfo=UTC).timestamp()])],
+)
+def test_timestamps_in_each_unit_become_seconds(values: list, unit: str, seconds: list[float]) -> None:
+    got = check_timestamps(pl.Series("arrival", values), "arrival", unit, required=True)
+    assert got is not None and got.name == "arrival" and got.to_list() == pytest.approx(seconds, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("values", "unit", "required", "row", "message"),
+    [(["1", "nan"], "s", True, 1, "expected a number of seconds for arrival, got 'nan'"),
+     (["1", "2", "-inf"], "s", True, 2, "expected a number of seconds for arrival, got '-inf'"),
+     (["1", "abc"], "ms", True, 1, "expected a number of milliseconds for arrival, got 'abc'"),
+     (["1", " ", "3"], "s", False, 1, "missing arrival; expected a timestamp on every request (or on none)"),
+     (["", None], "us", True, 0, "missing arrival; expected a timestamp on every request (or on none)"),
+     (["1", "2e12"], "s", True, 1, "arrival '2e12' is out of range for unit 's'; check the unit"),
+     ([True, False], "s", True, -1, "arrival holds Boolean values; expected numbers"),
+     (["2023-11-16 18:17:03", "x"], "datetime", True, 1,
+      "arrival 'x' is not a date-time; expected one like '2023-11-16 18:17:03.9799600'")],
+)
+def test_a_bad_timestamp_names_its_row_and_what_was_expected(values: list, unit: str, required: bool, row: int,
+                                                            message: str) -> None:
+    with pytest.raises(BadValue) as err:
+        check_timestamps(pl.Series("arrival", values), "arrival", unit, required=required)
+    assert (err.value.row, err.value.message) == (row, message)
+
+
+def test_an_empty_timestamp_column_is_no_timestamps_unless_required() -> None:
+    assert check_timestamps(pl.Series("t", ["", None, " "]), "t", "s", required=False) is None
