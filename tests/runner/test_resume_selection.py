@@ -97,6 +97,18 @@ def test_resume_with_nothing_to_resume_says_so(tmp_path: Path):
     assert "changed since run before-edit" in notes[0] and "--run-id before-edit --resume" in notes[0]
 
 
+def test_resume_without_db_names_the_default_store(tmp_path: Path, monkeypatch):
+    env_db = tmp_path / "env.duckdb"
+    with store.session(env_db):  # an empty store of our own (the default path would build the default data)
+        pass
+    monkeypatch.setenv("SPECTUNE_DB", str(env_db))
+    m = _matrix(tmp_path)
+    notes: list[str] = []
+    new_id, resuming = resolve_run_id(m, RunOptions(resume=True), notes.append)
+    assert not resuming and new_id.startswith("resume-sim-")
+    assert len(notes) == 1 and f"of {m.path} in {env_db};" in notes[0]
+
+
 def test_pending_cells_skip_what_the_run_already_has(tmp_path: Path):
     db = tmp_path / "s.duckdb"
     m = _matrix(tmp_path)
