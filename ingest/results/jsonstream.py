@@ -39,7 +39,7 @@ from ingest.errors import InputError
 CHUNK = 1 << 20
 MAX_DEPTH = 1000  # about where Python's json gives up (RecursionError); deeper is refused the same way
 MAX_DEPTH_ERROR = "nesting too deep"
-EXACT_ERRORS_BYTES = 64 << 20
+EXACT_ERRORS_BYTES = 16 << 20  # re-read whole for the exact message: <= ~3 x this in memory, on errors only
 BACKEND = ijson.backend  # "yajl2_c" when the C extension is installed (the pinned wheel ships it)
 
 Path_ = tuple[str | int, ...]
@@ -148,8 +148,11 @@ class _Scanner:
         self.depth = 0
         self.starts: list[tuple[int, int]] = []  # (offset, line) of each document begun
 
-    def feed(self, block: bytes, final: bool = False) -> bytes:
-        """The bytes to give the parser for ``block`` (plus what earlier calls held back)."""
+    def feed(self, block: bytes, final: bool = False, skipping: bool = False) -> bytes:
+        """The bytes to give the parser for ``block`` (plus what earlier calls held back). ``skipping``: the
+        parser is inside a value the reader does not keep, so the rest of a string begun in an earlier block
+        is dropped (the parser then never buffers a long ignored string)."""
+        continuing = self.in_string and skipping
         data = self.carry + block if self.carry else block
         base = self.base - len(self.carry)
         self.carry = b""
@@ -163,14 +166,13 @@ class _Scanner:
                 while q >= 0 and _escaped(data, pos, q):
                     q = data.find(b'"', q + 1)
                 if q < 0:
-                    cut = n
-                    if not final and (n - pos - len(data[pos:n].rstrip(b"\\"))) % 2:
-                        cut = n - 1  # an odd trailing backslash escapes the next block's first byte
-                    out.append(data[pos:cut])
+                    cut = n if final else _safe_cut(data, pos, n)
+                    if not continuing:
+                        out.append(data[pos:cut])
                     self.carry, n = data[cut:], cut
                     break
-                out.append(data[pos:q + 1])
-                self.in_string, pos = False, q + 1
+                out.append(b'"' if continuing else data[pos:q + 1])
+                self.in_string, pos, continuing = False, q + 1, False
                 continue
             if self.depth == 0:
                 rest = data[pos:]
@@ -237,6 +239,28 @@ class _Scanner:
         self.line = line + data.count(b"\n", counted, n)
         self.base = base + n
         return b"".join(out)
+
+
+def _safe_cut(data: bytes, start: int, n: int) -> int:
+    """Where to end the part of a string given to the parser now: never inside an escape (``\\``, ``\\uXXXX``)
+    or a UTF-8 character, so what follows (or a dropped rest) joins it cleanly."""
+    cut, k = n, n - 1
+    while k >= start and n - k <= 3 and data[k] & 0xC0 == 0x80:
+        k -= 1
+    if k >= start and data[k] >= 0xC0:
+        cut = k
+    p = data.rfind(b"\\", max(start, cut - 6), cut)
+    while p >= 0:
+        run = p
+        while run > start and data[run - 1] == 0x5C:
+            run -= 1
+        if (p - run) % 2 == 0:  # the backslash at p opens an escape
+            need = 6 if p + 1 < cut and data[p + 1] == 0x75 else 2
+            if cut - p < need:
+                cut = p
+            break
+        p = -1
+    return cut
 
 
 def _escaped(data: bytes, start: int, q: int) -> bool:
@@ -319,14 +343,14 @@ def iter_docs(path: Path, keep: Keep = keep_all, *, offset: int = 0, line: int =
     n_out = 0
     with open(path, "rb") as fh:
         fh.seek(offset)
-        first = True
+        first, size = True, CHUNK
         while True:
-            block = fh.read(CHUNK)
+            block = fh.read(size)
             if first and offset == 0 and block.startswith(BOM):
                 block, scanner.base = block[len(BOM):], len(BOM)
             first = False
             final = not block
-            data = scanner.feed(block, final=final)
+            data = scanner.feed(block, final=final, skipping=builder.skip > 0)
             try:
                 if data:
                     parser.send(data)
@@ -348,6 +372,9 @@ def iter_docs(path: Path, keep: Keep = keep_all, *, offset: int = 0, line: int =
                 raise _located(path, scanner.starts[failed] if failed >= 0 else (offset, line), error)
             if final:
                 return
+            # A kept string going on past this block: the parser re-reads its buffered part on every block, so
+            # double the block while it lasts (linear time; the string is held whole anyway, being kept).
+            size = min(size * 2, 1 << 30) if scanner.in_string and not builder.skip else CHUNK
 
 
 def json_docs(path: Path, keep: Keep = keep_all) -> list[Doc]:

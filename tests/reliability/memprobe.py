@@ -1,8 +1,8 @@
 """Peak memory of one reader on one file, in a fresh process: ``python -m tests.reliability.memprobe KIND PATH …``.
 
 Prints one JSON line: the RSS high-water mark after imports (``base_mb``) and after reading (``peak_mb``),
-and the outcome (``accepted`` with the rows kept, or ``refused`` with the error line). Linux ``ru_maxrss``
-is the process's peak resident set, so a transient spike counts. Kind ``result_cells`` reads a result file
+and the outcome (``accepted`` with the rows kept, or ``refused`` with the error line). ``VmHWM`` is the
+process's peak resident set, so a transient spike counts. Kind ``result_cells`` reads a result file
 or folder (``k=v`` are ``--set`` overrides) and reports ``accepted`` as :func:`result_cells` of it, so a
 test can compare what a padded file imports with what the unpadded one does.
 """
@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import resource
 import sys
 from pathlib import Path
 from typing import Any
 
 
 def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's RSS high-water mark (``VmHWM``). Not ``ru_maxrss``: Linux carries that over from the
+    parent across fork and exec, so a test process that had just written a big file would hide the probe's
+    own peak under its own."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
 
 
 def result_cells(path: Path, overrides: dict[str, str]) -> list[dict[str, Any]]:
