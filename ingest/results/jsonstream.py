@@ -10,12 +10,14 @@ value is built. A refused value is streamed past event by event and stands in th
 single JSON string or number is buffered whole by the parser) and the parser's stack.
 
 yajl reads strict JSON; Python's ``json.dump`` also writes ``NaN``, ``Infinity`` and ``-Infinity``. A small
-byte scanner in front of the parser (C-speed regexes, string-aware) rewrites those tokens to number
-literals the parser accepts and maps back (``NaN`` → a sentinel decoded to ``float('nan')``; ``Infinity`` →
-an overflowing literal, which Python's own reader also turns into ``inf``), and, tracking string and
-bracket state, records where each document starts (byte offset and 1-based line) and refuses nesting
-deeper than :data:`MAX_DEPTH`. Numbers arrive as ``int`` or ``Decimal`` (exact text; overflow-safe) and are
-returned as ``int``/``float``, as :func:`json.loads` returns them.
+byte scanner in front of the parser (string-aware, ``bytes.find`` speed) rewrites those tokens to number
+literals that overflow a C double (``NaN`` → ``-7E+7777777``, ``Infinity`` → ``1E+7777777``), collapses
+whitespace runs outside strings, drops the rest of an ignored long string, records where each document starts
+(byte offset and 1-based line) and refuses nesting deeper than :data:`MAX_DEPTH`. Numbers are parsed as C
+doubles; an overflow (those literals, ``1e400``, an integer beyond 64 bits) restarts the file in exact mode,
+where numbers arrive as ``Decimal`` and are returned as ``float``/``int`` exactly as :func:`json.loads` returns
+them (``1e400`` → ``inf``), the NaN literal as ``nan`` (so a file holding the literal ``-7E+7777777`` itself
+reads NaN there, not -inf).
 
 Errors: a syntax error in a file of at most :data:`EXACT_ERRORS_BYTES` is re-read by :func:`json.loads` for
 the exact message and line the importers always gave; in a larger file the error is located by re-parsing
@@ -29,6 +31,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
+from itertools import accumulate
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +76,7 @@ class _Skipped:
 SKIPPED_ARRAY = _Skipped("array")
 SKIPPED_OBJECT = _Skipped("object")
 
-_NAN_LITERAL = b"-0E-7777777"  # stands for NaN in the parser's stream (never written by a JSON writer)
+_NAN_LITERAL = b"-7E+7777777"  # NaN in the parser's stream: overflows a double (exact mode tells it apart)
 _INF_LITERAL = b"1E+7777777"  # overflows to inf, exactly as Python's json reads an overflowing literal
 _NAN_TUPLE = Decimal(_NAN_LITERAL.decode()).as_tuple()
 
@@ -271,6 +275,8 @@ def _escaped(data: bytes, start: int, q: int) -> bool:
     return (q - 1 - k) % 2 == 1
 
 
+_DELTA = {"start_map": 1, "start_array": 1, "end_map": -1, "end_array": -1, "map_key": 0, "number": 0, "string": 0,
+          "boolean": 0, "null": 0, "integer": 0, "double": 0}
 _STARTS = frozenset({"start_map", "start_array"})
 _ENDS = frozenset({"end_map", "end_array"})
 
@@ -298,15 +304,24 @@ class _Builder:
 
     def feed(self, events: list[tuple[str, Any]]) -> None:
         stack, put = self.stack, self._put
-        for ev, val in events:
-            if self.skip:
-                if ev in _STARTS:
-                    self.skip += 1
-                elif ev in _ENDS:
-                    self.skip -= 1
-                    if not self.skip:
-                        put(self.skip_kind)
+        depths: list[int] | None = None  # bracket depth after each event, relative to the batch's start
+        i, n = 0, len(events)
+        while i < n:
+            if self.skip:  # jump to the skipped value's end with C-level list operations, not event by event
+                if depths is None:
+                    depths = list(accumulate(map(_DELTA.__getitem__, map(itemgetter(0), events))))
+                before = depths[i - 1] if i else 0
+                try:
+                    j = depths.index(before - self.skip, i)
+                except ValueError:
+                    self.skip += depths[-1] - before
+                    return
+                self.skip = 0
+                put(self.skip_kind)
+                i = j + 1
                 continue
+            ev, val = events[i]
+            i += 1
             if ev == "number":
                 if type(val) is Decimal:
                     val = float("nan") if val.as_tuple() == _NAN_TUPLE else float(val)
@@ -333,13 +348,19 @@ def _child_path(stack: list[list[Any]]) -> Iterator[str | int]:
         yield len(container) if type(container) is list else frame[1]
 
 
-def iter_docs(path: Path, keep: Keep = keep_all, *, offset: int = 0, line: int = 1) -> Iterator[Doc]:
+def iter_docs(path: Path, keep: Keep = keep_all, *, offset: int = 0, line: int = 1, exact: bool = False,
+              _done: int = 0) -> Iterator[Doc]:
     """Every JSON value in ``path`` from byte ``offset`` on, as it completes (syntax errors raise
-    :class:`InputError` with the file's line)."""
+    :class:`InputError` with the file's line).
+
+    Numbers are read as C doubles first (fast); a literal a double cannot hold — ``NaN``/``Infinity`` as
+    rewritten, ``1e400``, an integer beyond 64 bits — makes the parser stop with an overflow, and the file
+    is read again with exact numbers (``Decimal``, then ``float``/``int`` as :func:`json.loads` gives them),
+    the documents already returned not repeated."""
     scanner = _Scanner(path, offset, line)
     builder = _Builder(keep)
     events = ijson.sendable_list()
-    parser = ijson.basic_parse_coro(events, multiple_values=True)
+    parser = ijson.basic_parse_coro(events, multiple_values=True, use_float=not exact)
     n_out = 0
     with open(path, "rb") as fh:
         fh.seek(offset)
@@ -362,9 +383,13 @@ def iter_docs(path: Path, keep: Keep = keep_all, *, offset: int = 0, line: int =
                 error = None
             builder.feed(events)  # on an error: what parsed before it (so which document failed)
             del events[:]
+            if error is not None and not exact and "overflow" in str(error):
+                yield from iter_docs(path, keep, offset=offset, line=line, exact=True, _done=max(n_out, _done))
+                return
             while n_out < len(builder.done):
                 start_offset, start_line = scanner.starts[n_out]
-                yield Doc(start_line, start_offset, builder.done[n_out], path)
+                if n_out >= _done:
+                    yield Doc(start_line, start_offset, builder.done[n_out], path)
                 builder.done[n_out] = None
                 n_out += 1
             if error is not None:
