@@ -99,6 +99,7 @@ def main() -> None:
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
         path = work / "bench.json"
         write_padded(path, args.pad_mb << 20)
+        where = machine()  # (its load average is the one at the start)
         trees = {"old": old, "new": REPO}
         walls: dict[str, list[float]] = {k: [] for k in trees}
         rss: dict[str, list[float]] = {k: [] for k in trees}
@@ -116,7 +117,7 @@ def main() -> None:
                     f"{args.pad_mb} MiB (3/4 generated_texts, 1/4 whitespace inside the document)",
             "file_bytes": path.stat().st_size,
             "old_commit": args.old_commit,
-            "machine": machine(),
+            "machine": where,
             "figures": {
                 "old_wall_s": figure(walls["old"]), "new_wall_s": figure(walls["new"]),
                 "old_peak_rss_mb": figure(rss["old"], unit="MB"),

@@ -146,7 +146,7 @@ class _Scanner:
 
     def __init__(self, path: Path, offset: int, line: int, collapse: bool = True) -> None:
         self.path, self.collapse = path, collapse
-        self.base, self.line = offset, line  # file offset and line of the next byte to scan
+        self.base, self.line = offset, line  # file offset of the next block; line at the carry's start
         self.carry = b""
         self.in_string = False
         self.depth = 0
@@ -241,7 +241,7 @@ class _Scanner:
                     break
             out.append(data[i:i + 1])
         self.line = line + data.count(b"\n", counted, n)
-        self.base = base + n
+        self.base = base + len(data)  # (the carry, held back, starts at self.base - len(self.carry))
         return b"".join(out)
 
 
