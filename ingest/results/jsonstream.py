@@ -197,7 +197,8 @@ class _Scanner:
                 elif c == 0x22:
                     self.in_string = True
                 else:  # a bare top-level value: refused by every reader, but kept whole for the parser
-                    end = _BARE.match(data, pos).end()  # type: ignore[union-attr]
+                    end = max(_BARE.match(data, pos).end(), pos + 1)  # type: ignore[union-attr]  # (a stray
+                    # ':' or '}' is one byte: the parser refuses it)
                     if end >= n and not final:
                         self.carry, n = data[pos:], pos
                         self.starts.pop()
