@@ -152,8 +152,8 @@ CASES: dict[str, tuple[str, Callable[[Path], Path], dict[str, str]]] = {
 
 
 def test_the_streaming_reader_runs_on_ijsons_c_backend() -> None:
-    """The pinned ijson wheel ships yajl2_c; without it ijson falls back to pure Python (same results, ~10x
-    slower), which CI should notice rather than inherit."""
+    """The pinned ijson wheel ships yajl2_c; without it ijson silently falls back to its pure-Python backend
+    (same events, slower), which CI should notice rather than inherit."""
     from ingest.results import jsonstream
 
     assert jsonstream.BACKEND == "yajl2_c"
