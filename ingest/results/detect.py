@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
 from ingest.errors import InputError
 from ingest.results import (
     guidellm,
+    jsonstream,
     published,
     sglang_serving,
     sglang_spec,
@@ -27,21 +27,22 @@ from ingest.results import (
     vllm_bench,
     vllm_sweep,
 )
-from ingest.results.source import check_size, json_docs, read_text
+from ingest.results.source import check_size, scan_text
 
 EXPECTED = ("expected vllm bench serve JSON, a vllm bench sweep folder, a GuideLLM report, SGLang bench_serving or "
             "bench_speculative JSONL, Spec-Bench output JSONL, a published-results CSV or a spectune export folder")
 HEAD_BYTES = 1 << 16
 
 
+# What the formats' ``looks_like`` tests read of the first document: its keys, GuideLLM's first benchmark's
+# metrics, the PyTorch-benchmark copy's first record's metric. Every other array/object is streamed past.
+_DETECT_PATHS = frozenset({("benchmarks",), ("benchmarks", 0), ("benchmarks", 0, "metrics"), (0,), (0, "metric")})
+
+
 def _first_object(path: Path) -> object:
-    with open(path, "rb") as fh:
-        first = fh.readline(HEAD_BYTES)
-    try:  # JSON Lines and single-line JSON: the first line is a whole record
-        return json.loads(first.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        docs = json_docs(read_text(path), path)  # pretty-printed JSON (or an error with its line)
-        return docs[0].value if docs else None
+    """The first JSON document's shape, streamed (the rest of the file is not read; the reader parses it)."""
+    doc = jsonstream.first_doc(path, lambda p, is_array: p in _DETECT_PATHS)
+    return doc.value if doc else None
 
 
 def _pytorch_benchmark_records(path: Path) -> bool:
@@ -69,14 +70,16 @@ def detect(path: Path) -> str:
         if path.stem in spectune_parquet.TABLES and spectune_parquet.folder_of(path):
             return spectune_parquet.FORMAT
         raise InputError(path, 0, f"a Parquet file outside a spectune export folder; {EXPECTED}")
-    text = read_text(path) if len(head) < HEAD_BYTES else None  # small files: full checks (binary, UTF-8)
-    if text is None:
+    if len(head) < HEAD_BYTES:  # small files: the full checks (binary, UTF-8) first
+        scan_text(path)
+        text = head.decode("utf-8-sig")
+    else:
         text = head.decode("utf-8-sig", errors="replace")
         if "\x00" in text:
             raise InputError(path, text.count("\n", 0, text.index("\x00")) + 1, f"binary data (NUL byte); {EXPECTED}")
     stripped = text.lstrip()
     if path.suffix.lower() in guidellm.YAML_SUFFIXES:
-        if guidellm.looks_like(guidellm.load(path)):
+        if guidellm.looks_like(guidellm.load(path)[1]):
             return guidellm.FORMAT
         raise InputError(path, 1, f"a YAML file that is not a GuideLLM benchmarks report; {EXPECTED}")
     first_line = text.count("\n", 0, len(text) - len(stripped)) + 1

@@ -30,7 +30,7 @@ import polars as pl
 from ingest.errors import InputError
 from ingest.results import dims
 from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
-from ingest.results.source import finite, json_docs, read_text, sha256_file
+from ingest.results.source import finite, json_docs, scan_text
 
 FORMAT = "guidellm"
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -47,14 +47,21 @@ def looks_like(doc: Any) -> bool:
         any(k in first["metrics"] for k in ("output_tokens_per_second", "time_to_first_token_ms"))
 
 
-def load(path: Path) -> Any:
-    """The report as Python objects (JSON, or YAML for .yaml/.yml)."""
-    text = read_text(path)
+def keep(path: tuple[str | int, ...], is_array: bool) -> bool:
+    """Objects are built (metrics, strategies, config); of arrays only the ``benchmarks`` list: per-request
+    samples (``requests``), distributions' CDFs and the like are streamed past unbuilt."""
+    return not is_array or path == ("benchmarks",)
+
+
+def load(path: Path) -> tuple[str, Any]:
+    """(sha256, the report as Python objects: JSON, or YAML for .yaml/.yml)."""
     if path.suffix.lower() in YAML_SUFFIXES:
         import yaml
 
+        digest = scan_text(path)
         try:
-            return yaml.safe_load(text)
+            with open(path, encoding="utf-8-sig") as fh:  # PyYAML builds the whole report (see reliability.md)
+                return digest, yaml.safe_load(fh)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             raise InputError(path, (mark.line + 1) if mark else 0, f"invalid YAML: {getattr(exc, 'problem', exc)}"
@@ -63,10 +70,10 @@ def load(path: Path) -> Any:
             raise InputError(path, 0, "invalid YAML: nesting too deep") from None
         except (ValueError, OverflowError) as exc:  # a value YAML's constructors refuse (e.g. 2026-02-30)
             raise InputError(path, 0, f"invalid YAML value: {' '.join(str(exc).split())[:120]}") from None
-    docs = json_docs(text, path)
+    digest, docs = json_docs(path, keep)
     if len(docs) != 1:
         raise InputError(path, docs[1].line if len(docs) > 1 else 0, "expected one JSON document (a GuideLLM report)")
-    return docs[0].value
+    return digest, docs[0].value
 
 
 def _successful(path: Path, where: str, metrics: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -185,12 +192,11 @@ def _cell(path: Path, i: int, b: Any, opts: ReadOptions, warnings: list[str]) ->
 
 
 def read(path: Path, opts: ReadOptions) -> ParsedFile:
-    report = load(path)
+    file_hash, report = load(path)
     if not looks_like(report):
         shown = ", ".join(repr(k) for k in list(report)[:8]) if isinstance(report, dict) else type(report).__name__
         raise InputError(path, 1, f"not a GuideLLM benchmarks report (expected 'benchmarks' with 'metrics'); "
                          f"found {shown}")
-    file_hash = sha256_file(path)
     parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=import_run(path, FORMAT, file_hash))
     seen: dict[str, int] = {}
     for i, b in enumerate(report["benchmarks"]):

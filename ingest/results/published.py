@@ -22,8 +22,8 @@ model, model_family, workload, metric, value`` required). A published measuremen
 from __future__ import annotations
 
 import csv
-import io
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ import polars as pl
 from ingest.errors import InputError, UsageError
 from ingest.records import CellKey
 from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
-from ingest.results.source import read_text, sha256_file
+from ingest.results.source import text_lines
 
 FORMAT = "published_csv"
 COLUMNS = ("source_url", "source_title", "published", "engine", "gpu", "gpu_count", "model", "model_family", "moe",
@@ -67,8 +67,8 @@ def _whole(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _rows(path: Path, text: str) -> list[dict[str, Any]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _rows(path: Path, lines: Iterable[str]) -> list[dict[str, Any]]:
+    reader = csv.reader(lines)  # one row at a time from the file: blank-line padding costs no memory
     try:
         header = next(reader)
     except (StopIteration, csv.Error) as exc:
@@ -176,12 +176,11 @@ def _table(rows: list[dict[str, Any]], run_id: str) -> pl.DataFrame:
 
 
 def read(path: Path, opts: ReadOptions) -> ParsedFile:
-    text = read_text(path)
-    rows = _rows(path, text)
+    file_hash, lines = text_lines(path)
+    rows = _rows(path, lines)
     if opts.overrides:
         raise UsageError("--set does not apply to the published-results CSV (each row names its dimensions)")
     reasons = _assign(rows)
-    file_hash = sha256_file(path)
     run = import_run(path, FORMAT, file_hash, notes=f"published results: {len({r['source_url'] for r in rows})} "
                      f"sources, {len(rows)} measurements")
     cells: dict[str, ParsedCell] = {}

@@ -25,8 +25,9 @@ import polars as pl
 
 from ingest.errors import InputError
 from ingest.results import dims
+from ingest.results.jsonstream import keep_none
 from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
-from ingest.results.source import finite, json_docs, read_text, sha256_file
+from ingest.results.source import finite, json_docs
 
 FORMAT = "sglang_serving"
 REQUIRED = ("duration", "completed", "output_throughput", "mean_e2e_latency_ms")
@@ -96,11 +97,9 @@ def _cell(path: Path, line: int, d: dict[str, Any], opts: ReadOptions, warnings:
 
 
 def read(path: Path, opts: ReadOptions) -> ParsedFile:
-    text = read_text(path)
-    docs = json_docs(text, path)
+    file_hash, docs = json_docs(path, keep_none)  # headline scalars only: per-request arrays are streamed past
     if not docs:
         raise InputError(path, 0, "empty file")
-    file_hash = sha256_file(path)
     parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=import_run(path, FORMAT, file_hash))
     seen: dict[str, int] = {}
     for doc in docs:

@@ -24,8 +24,9 @@ import polars as pl
 
 from ingest.errors import InputError
 from ingest.results import dims
+from ingest.results.jsonstream import keep_none
 from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
-from ingest.results.source import finite, json_docs, read_text, sha256_file
+from ingest.results.source import finite, json_docs
 
 FORMAT = "sglang_spec"
 INTS = ("batch_size", "steps", "topk", "num_draft_tokens")
@@ -81,15 +82,14 @@ def _preferred(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def read(path: Path, opts: ReadOptions) -> ParsedFile:
-    text = read_text(path)
-    records = [_record(path, doc.line, doc.value) for doc in json_docs(text, path)]
+    file_hash, docs = json_docs(path, keep_none)  # every field read is a scalar
+    records = [_record(path, doc.line, doc.value) for doc in docs]
     if not records:
         raise InputError(path, 0, "no records")
     chosen: dict[tuple[int, int], dict[str, Any]] = {}
     for r in records:
         k = (r["batch_size"], r["steps"])
         chosen[k] = _preferred(chosen[k], r) if k in chosen else r
-    file_hash = sha256_file(path)
     parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=import_run(path, FORMAT, file_hash))
     kept = {id(r) for r in chosen.values()}
     for r in chosen.values():

@@ -1,19 +1,20 @@
-"""Reading an imported result file safely: size cap, binary and encoding checks, hashing, JSON with line numbers.
+"""Reading an imported result file safely: size cap, binary and encoding checks, hashing, streamed JSON and lines.
 
 Every failure is an ``InputError`` naming the file and the 1-based line (0 = the file as a whole), so the
-CLI can print one line and exit 2. JSON may be one document, JSON Lines, or documents concatenated with
-newlines (``vllm bench serve --append-result``); each document keeps the line it starts on so later
+CLI can print one line and exit 2. :func:`scan_text` checks the bytes in one streamed pass (and hashes
+them); :func:`json_docs` then streams the JSON documents (one, JSON Lines, or documents concatenated with
+newlines as ``vllm bench serve --append-result`` writes them) through :mod:`ingest.results.jsonstream`,
+building only what the reader's ``keep`` policy asks for; each document keeps the line it starts on so later
 checks can point at it. ``NaN``/``Infinity`` literals (which Python's ``json.dump`` writes for empty
-statistics) are accepted and treated as missing by the readers.
+statistics) are accepted and treated as missing by the readers. No file is ever read whole.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
-import json
 import math
-import re
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,29 +22,22 @@ from ingest import caps
 from ingest.caps import IMPORT_CAP
 from ingest.errors import InputError
 from ingest.filecheck import regular_file_size
+from ingest.results import jsonstream
+from ingest.results.jsonstream import MAX_DEPTH_ERROR, Doc, Keep, keep_all
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH_ERROR", "Doc", "check_size", "finite", "json_docs", "scan_text", "sha256_file",
+           "text_lines"]
 
 MAX_BYTES = IMPORT_CAP.default  # 1 GiB by default: a detailed `vllm bench serve` file of 100k requests is ~0.5 GB
-MAX_DEPTH_ERROR = "nesting too deep"
-_SPACE = re.compile(r"[ \t\r\n]*")
-
-
-@dataclass(frozen=True, slots=True)
-class Doc:
-    line: int  # line the document starts on
-    offset: int  # character offset of its first character
-    value: Any
+CHUNK = 1 << 20
 
 
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def line_at(text: str, offset: int) -> int:
-    return text.count("\n", 0, max(0, offset)) + 1
 
 
 def check_size(path: Path, limit: int | None = None) -> int:
@@ -53,53 +47,82 @@ def check_size(path: Path, limit: int | None = None) -> int:
     return regular_file_size(path, limit, over="over the {limit}-byte import limit")
 
 
-def read_text(path: Path, limit: int | None = None) -> str:
-    """The file as text: UTF-8 (BOM stripped), no NUL bytes, not empty."""
+def scan_text(path: Path, limit: int | None = None) -> str:
+    """Check the file is UTF-8 text (BOM allowed), has no NUL byte and is not empty; return its sha256.
+
+    One streamed pass, 1 MiB at a time, with the same refusals and the same precedence as a whole-file read
+    (a NUL byte anywhere wins over a UTF-8 error before it)."""
     check_size(path, limit)
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        raise InputError(path, 0, "gzip-compressed file; decompress it first (expected JSON, JSONL or CSV text)")
-    if data[:4] == b"PK\x03\x04":
-        raise InputError(path, 0, "zip archive; extract it first (expected JSON, JSONL or CSV text)")
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise InputError(path, 1, "UTF-16 text; expected UTF-8")
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        raise InputError(path, data.count(b"\n", 0, nul) + 1, "binary data (NUL byte); expected UTF-8 text")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, data.count(b"\n", 0, exc.start) + 1,
-                         f"invalid UTF-8 (byte 0x{data[exc.start]:02x}); expected UTF-8 text") from None
-    if not text.strip():
-        raise InputError(path, 0, "empty file")
-    return text
-
-
-def json_docs(text: str, path: Path) -> list[Doc]:
-    """All JSON values in ``text`` (one, JSON Lines, or concatenated), each with its starting line."""
-    decoder = json.JSONDecoder()
-    docs: list[Doc] = []
-    pos, n = 0, len(text)
-    while True:
-        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]  # (always matches; C speed on padding)
-        if pos >= n:
-            break
+    h = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    lines = done = 0  # newlines and bytes before the current chunk
+    bad_utf8: InputError | None = None
+    nonblank = False
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+            if not done:
+                _check_magic(path, chunk)
+            nul = chunk.find(b"\x00")
+            if nul >= 0:
+                raise InputError(path, lines + chunk.count(b"\n", 0, nul) + 1,
+                                 "binary data (NUL byte); expected UTF-8 text")
+            if bad_utf8 is None and chunk.isascii() and not decoder.getstate()[0]:
+                nonblank = nonblank or not chunk.isspace()  # ASCII is UTF-8: no decoding needed
+            elif bad_utf8 is None:
+                pending = decoder.getstate()[0]
+                try:
+                    text = decoder.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    data = pending + chunk
+                    at = max(0, exc.start - len(pending))
+                    bad_utf8 = InputError(path, lines + chunk.count(b"\n", 0, at) + 1,
+                                          f"invalid UTF-8 (byte 0x{data[exc.start]:02x}); expected UTF-8 text")
+                else:
+                    if not done:
+                        text = text.removeprefix("\ufeff")
+                    nonblank = nonblank or bool(text.strip())
+            lines += chunk.count(b"\n")
+            done += len(chunk)
+    if bad_utf8 is None:
         try:
-            value, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, line_at(text, exc.pos), f"invalid JSON: {exc.msg}") from None
-        except RecursionError:
-            raise InputError(path, line_at(text, pos), f"invalid JSON: {MAX_DEPTH_ERROR}") from None
-        docs.append(Doc(line_at(text, pos), pos, value))
-        pos = end
-    return docs
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            bad_utf8 = InputError(path, lines + 1, f"invalid UTF-8 (byte 0x{exc.object[exc.start]:02x}); "
+                                  "expected UTF-8 text")
+    if bad_utf8 is not None:
+        raise bad_utf8
+    if not nonblank:
+        raise InputError(path, 0, "empty file")
+    return h.hexdigest()
 
 
-def key_line(text: str, doc: Doc, key: str) -> int:
-    """The line of ``"key"`` inside ``doc`` (the document's own line when not found)."""
-    at = text.find(json.dumps(key), doc.offset)
-    return line_at(text, at) if at >= 0 else doc.line
+def _check_magic(path: Path, head: bytes) -> None:
+    if head[:2] == b"\x1f\x8b":
+        raise InputError(path, 0, "gzip-compressed file; decompress it first (expected JSON, JSONL or CSV text)")
+    if head[:4] == b"PK\x03\x04":
+        raise InputError(path, 0, "zip archive; extract it first (expected JSON, JSONL or CSV text)")
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise InputError(path, 1, "UTF-16 text; expected UTF-8")
+
+
+def json_docs(path: Path, keep: Keep = keep_all) -> tuple[str, list[Doc]]:
+    """The file checked as text (:func:`scan_text`), then its JSON documents streamed, ``keep`` deciding which
+    arrays/objects are built (:mod:`ingest.results.jsonstream`); returns (sha256, documents)."""
+    digest = scan_text(path)
+    return digest, jsonstream.json_docs(path, keep)
+
+
+def text_lines(path: Path) -> tuple[str, Iterator[str]]:
+    """The file checked as text, then its lines read lazily (BOM stripped, line ends kept as ``csv`` wants
+    them); returns (sha256, lines)."""
+    digest = scan_text(path)
+
+    def lines() -> Iterator[str]:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            yield from fh
+
+    return digest, lines()
 
 
 def finite(x: Any) -> float | None:

@@ -32,7 +32,7 @@ import polars as pl
 from ingest.errors import InputError
 from ingest.results import dims
 from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
-from ingest.results.source import finite, json_docs, read_text, sha256_file
+from ingest.results.source import finite, json_docs
 
 FORMAT = "specbench"
 CATEGORY_WORKLOADS = {
@@ -158,12 +158,22 @@ def _split_turns(accepts: list[float], new_tokens: list[int], counts: list[list[
     return None
 
 
-def answers(path: Path) -> list[Answer]:
-    text = read_text(path)
-    out = [_answer(path, doc.line, doc.value) for doc in json_docs(text, path)]
+CHOICE_KEYS = frozenset({"new_tokens", "wall_time", "accept_lengths", "accept_lengths:", "decoding_steps", "idxs"})
+
+
+def keep(path: tuple[str | int, ...], is_array: bool) -> bool:
+    """Build ``choices[0]``'s per-turn figures only: the answer text (``turns``), other choices and unknown
+    arrays/objects are streamed past."""
+    return path[0] == "choices" and (len(path) == 1 or (path[1] == 0 and (len(path) == 2 or path[2] in CHOICE_KEYS)))
+
+
+def answers(path: Path) -> tuple[str, list[Answer]]:
+    """(sha256, the answers)."""
+    file_hash, docs = json_docs(path, keep)
+    out = [_answer(path, doc.line, doc.value) for doc in docs]
     if not out:
         raise InputError(path, 0, "no answers")
-    return out
+    return file_hash, out
 
 
 def method_from_model_id(model_id: str) -> str | None:
@@ -220,14 +230,13 @@ def _cell_requests(rows: list[Answer], depth: int) -> pl.DataFrame:
 
 
 def read(path: Path, opts: ReadOptions) -> ParsedFile:
-    rows = answers(path)
+    file_hash, rows = answers(path)
     models = sorted({a.model_id for a in rows})
     if len(models) > 1:
         first = next(a for a in rows if a.model_id != rows[0].model_id)
         raise InputError(path, first.line, f"model_id {first.model_id!r} differs from {rows[0].model_id!r} on "
                          "an earlier line; expected one Spec-Bench run per file")
-    baseline = answers(opts.baseline) if opts.baseline else None
-    file_hash = sha256_file(path)
+    baseline = answers(opts.baseline)[1] if opts.baseline else None
     parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=import_run(path, FORMAT, file_hash))
     found: dict[str, Any] = {"model": models[0], "concurrency": 1, "method": method_from_model_id(models[0])}
     by_workload: dict[str, list[Answer]] = defaultdict(list)

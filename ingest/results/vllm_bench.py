@@ -31,8 +31,9 @@ import polars as pl
 from ingest import labels
 from ingest.errors import InputError
 from ingest.results import dims
+from ingest.results.jsonstream import keep_top
 from ingest.results.model import ParsedCell, ParsedFile, ReadOptions, import_run
-from ingest.results.source import Doc, finite, json_docs, key_line, read_text, sha256_file
+from ingest.results.source import Doc, finite, json_docs
 
 FORMAT = "vllm_bench"
 # Keys every vllm bench serve / benchmark_serving.py result has; three of them identify the format.
@@ -49,12 +50,24 @@ SCALARS = {"output_throughput": "output_throughput", "request_throughput": "requ
            "spec_decode_acceptance_length": "acceptance_length", "spec_decode_num_drafts": "drafts",
            "spec_decode_draft_tokens": "draft_tokens", "spec_decode_accepted_tokens": "accepted_tokens"}
 ALIASES = {"request_throughput": "request_inthroughput"}  # vLLM ≤ 0.3 benchmark_serving.py spelled it so
+FINITE_KEYS = ("output_throughput", "request_throughput", "total_token_throughput")
 MEAN_LATENCIES = {"mean_ttft_ms": "ttft", "mean_tpot_ms": "tpot", "mean_e2el_ms": "e2el"}
 # --metadata keys (and common spellings) that name spectune dimensions.
 META_KEYS = {"method": "method", "spec_method": "method", "speculative_method": "method",
              "depth": "depth", "num_speculative_tokens": "depth", "family": "family", "workload": "workload",
              "gpu": "gpu", "gpu_count": "gpu_count", "tp": "gpu_count", "tensor_parallel_size": "gpu_count",
              "concurrency": "concurrency"}
+
+
+# Every top-level key this reader looks at: their arrays/objects are built; any other array or object
+# (``generated_texts``, a tool's own extras) is streamed past unbuilt. Scalars are always kept (--metadata).
+READ_KEYS = frozenset({
+    *ARRAYS, *SCALARS, *ALIASES.values(), *META_KEYS, *FINITE_KEYS,
+    *(f"{stat}_{short}_ms" for short in LATENCIES for stat in ("p50", "p90", "p99", "median", "mean")),
+    "duration", "completed", "failed", "request_rate", "max_concurrency", "model_id", "date", "backend",
+    "request_goodput", "request_goodput:", "spec_decode_acceptance_rate", "spec_decode_per_position_acceptance_rates",
+})
+KEEP = keep_top(READ_KEYS)
 
 
 def looks_like(doc: Any) -> bool:
@@ -64,11 +77,11 @@ def looks_like(doc: Any) -> bool:
 class _Doc:
     """One result document plus where its keys are, for error lines."""
 
-    def __init__(self, path: Path, text: str, doc: Doc) -> None:
-        self.path, self.text, self.doc, self.d = path, text, doc, doc.value
+    def __init__(self, path: Path, doc: Doc) -> None:
+        self.path, self.doc, self.d = path, doc, doc.value
 
     def fail(self, key: str | None, message: str) -> InputError:
-        line = key_line(self.text, self.doc, key) if key else self.doc.line
+        line = self.doc.key_line(key) if key else self.doc.line
         return InputError(self.path, line, message)
 
     def number(self, key: str, *, minimum: float | None = None, maximum: float | None = None) -> float | None:
@@ -207,9 +220,6 @@ def _requests(d: _Doc, n: int) -> tuple[pl.DataFrame, np.ndarray | None]:
     return frame, itl_ms
 
 
-FINITE_KEYS = ("output_throughput", "request_throughput", "total_token_throughput")
-
-
 def _check_throughputs(d: _Doc) -> None:
     """vLLM divides by the run's duration, so these are always finite; NaN/inf means the file was edited
     or broken, and must not be silently recomputed from the arrays."""
@@ -319,16 +329,14 @@ def _foreign_shape(d: dict[str, Any]) -> str | None:
 
 
 def read(path: Path, opts: ReadOptions) -> ParsedFile:
-    text = read_text(path)
-    docs = json_docs(text, path)
+    file_hash, docs = json_docs(path, KEEP)
     if not docs:
         raise InputError(path, 0, "empty file")
-    file_hash = sha256_file(path)
     parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=import_run(path, FORMAT, file_hash))
     seen: dict[str, int] = {}
     shapes, gpus = set(), set()
     for doc in docs:
-        d = _Doc(path, text, doc)
+        d = _Doc(path, doc)
         if not isinstance(d.d, dict):
             raise InputError(path, doc.line,
                              f"expected a JSON object (a vllm bench serve result), got {type(d.d).__name__}")

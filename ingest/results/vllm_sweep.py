@@ -26,8 +26,9 @@ from typing import Any
 
 from ingest.errors import InputError
 from ingest.results import vllm_bench
+from ingest.results.jsonstream import keep_top
 from ingest.results.model import ParsedFile, ReadOptions, import_run
-from ingest.results.source import json_docs, read_text
+from ingest.results.source import json_docs
 
 FORMAT = "vllm_sweep"
 RUN_FILE = re.compile(r"^run=(\d+)\.json$")
@@ -85,7 +86,7 @@ def read_runs(path: Path, opts: ReadOptions) -> list[ParsedFile]:
                 if f.name == "warmup.json" or f.name.endswith(".failure.json"):
                     skipped.append(f"{comb.name}/{f.name}")
                 continue
-            docs = json_docs(read_text(f), f)
+            _, docs = json_docs(f, keep_top(set(SPEC_KEYS)))  # the combination's parameters; the rest below
             if len(docs) != 1 or not isinstance(docs[0].value, dict):
                 raise InputError(f, 1, "expected one JSON object (a vllm bench serve result with the sweep's "
                                  "parameters)")
