@@ -104,7 +104,8 @@ def test_a_latency_gain_is_the_defaults_latency_over_the_winners(tmp_path: Path)
 def test_a_depth_schedule_is_named_by_its_ranges_and_other_candidates_by_the_notation():
     """Candidates carry a ``label`` only when they follow a depth schedule; the rest are named method·depth."""
     sched = {**_cand("a", "mtp", 4, 120.0), "label": "mtp·1-8→4,9-64→2"}
-    cands = [{**_cand("a", "mtp", 3, 100.0, True), "label": None}, sched, {**_cand("a", "none", 0, 80.0), "label": None}]
+    cands = [{**_cand("a", "mtp", 3, 100.0, True), "label": None}, sched,
+             {**_cand("a", "none", 0, 80.0), "label": None}]
     frame = rescore_summary.candidates({"higher_is_better": True, "candidates": cands})
     assert frame["candidate"].to_list() == ["mtp·3", "mtp·1-8→4,9-64→2", "none"]
     assert frame["gain_vs_default_pct"].to_list() == pytest.approx([0.0, 20.0, -20.0])
