@@ -113,7 +113,7 @@ def test_production_page_shows_acceptance_band_and_recommendation(page, prod_url
     points = [x for x in labels if x.startswith("point |")]
     assert points and all(_field(x, "acceptance_rate") == pytest.approx(_expected_rate("acme/code"), abs=1e-5)
                           for x in points), points
-    assert sum(_field(x, "intervals") for x in points) == ROUNDS - 1, points
+    assert sum(_field(x, "Intervals") for x in points) == ROUNDS - 1, points
     # the benchmark's band (area) and expectation (rule/line) from the default store's Kimi·MI355X·code·mtp:3 cells
     band = next(x for x in labels if "benchmark band low" in x)
     lo, hi = _field(band, "benchmark band low"), _field(band, "benchmark band high")
