@@ -65,10 +65,15 @@ def vllm_whitespace_inside(path: Path) -> Path:
     return SAMPLES / "vllm_bench_eagle3_qwen_code.json"
 
 
-def vllm_jsonl_blank_lines(path: Path) -> Path:
-    first, *rest = _lines("vllm_bench_mtp_sweep.jsonl")
+def _blank_lines_after_first(path: Path, sample: str) -> Path:
+    """A JSONL sample with blank-line padding between its first record and the rest."""
+    first, *rest = _lines(sample)
     _write_padded(path, first + "\n", "\n", "\n".join(rest) + "\n")
-    return SAMPLES / "vllm_bench_mtp_sweep.jsonl"
+    return SAMPLES / sample
+
+
+def vllm_jsonl_blank_lines(path: Path) -> Path:
+    return _blank_lines_after_first(path, "vllm_bench_mtp_sweep.jsonl")
 
 
 def vllm_generated_texts(path: Path) -> Path:
@@ -103,9 +108,7 @@ def sglang_serving_output_details(path: Path) -> Path:
 
 
 def sglang_spec_blank_lines(path: Path) -> Path:
-    first, *rest = _lines("sglang_bench_speculative.jsonl")
-    _write_padded(path, first + "\n", "\n", "\n".join(rest) + "\n")
-    return SAMPLES / "sglang_bench_speculative.jsonl"
+    return _blank_lines_after_first(path, "sglang_bench_speculative.jsonl")
 
 
 def specbench_answer_text(path: Path) -> Path:
