@@ -69,9 +69,14 @@ def _winners_args(p: argparse.ArgumentParser) -> None:
 
 
 def _winners(args: argparse.Namespace) -> int:
+    res = winners_answer(args)
+    return res if isinstance(res, int) else print_winners(args, res)
+
+
+def winners_answer(args: argparse.Namespace) -> dict | int:
+    """The ``winners`` document for these arguments (``--schedule`` prints its own answer: its exit code)."""
     from analysis.frames import Filters
     from analysis.glance import summary
-    from analysis.labels import candidate
     from analysis.rescore.config import parse_choice, parse_draft_models
     from analysis.winners import winners
 
@@ -92,6 +97,13 @@ def _winners(args: argparse.Namespace) -> int:
     if not res["cells"]:
         raise UsageError("no cells match these filters")
     res["summary"] = summary(res)
+    return res
+
+
+def print_winners(args: argparse.Namespace, res: dict) -> int:
+    """``winners``' stdout for one document: JSON with ``--json``, the table otherwise."""
+    from analysis.labels import candidate
+
     if args.json:
         print(json.dumps(res))
         return 0
@@ -199,6 +211,14 @@ def build_parser(argv: list[str] | None = None, *, only_selected: bool = False) 
 CACHED_COMMANDS = frozenset({"winners", "curve"})
 
 
+def cached_run(argv: list[str], args: argparse.Namespace, run) -> int:
+    """``run()`` through the answer cache, keyed on these argument words and the store they open."""
+    from analysis.cli.answer_cache import cached
+    from ingest.paths import default_db_path
+
+    return cached(["analysis", *argv], Path(args.db) if args.db is not None else default_db_path(), run)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv, only_selected=True).parse_args(argv)
@@ -206,12 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         def run() -> int:
             return resolve(COMMANDS[args.command])[1](args)
 
-        if args.command in CACHED_COMMANDS:
-            from analysis.cli.answer_cache import cached
-            from ingest.paths import default_db_path
-
-            return cached(["analysis", *argv], Path(args.db) if args.db is not None else default_db_path(), run)
-        return run()
+        return cached_run(argv, args, run) if args.command in CACHED_COMMANDS else run()
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2

@@ -7,6 +7,11 @@ query, JSON on stdout), CPU time is the child's user + system time (``os.wait4``
 ``winners --json`` ≤ 0.3 s, ``--help`` ≤ 0.15 s wall. ``minus_baseline`` subtracts the interpreter's own
 start from the same round.
 
+``after_import`` measures the path a user takes after bringing results in: a fresh copy of the default store, ``python
+-m ingest results SAMPLE --db COPY`` (which computes the first answers once the write is closed, ingest/cli/
+answers.py), then the first ``winners --json --db COPY`` — next to the same import and first call with the answer
+cache off (the import computes nothing, the call computes its answer), in the same rounds.
+
     python benchmarks/startup.py [--repeats 9] [--json]
 """
 
@@ -86,12 +91,60 @@ def measure(repeats: int = 9) -> dict:
     return {"benchmark": "startup", "machine": where, "figures": figures, "load_avg_end": load_average()}
 
 
+SAMPLE = REPO / "data" / "samples" / "results" / "vllm_bench_eagle3_qwen_code.json"
+
+
+def after_import(repeats: int = 5) -> dict:
+    """First ``winners --json`` after ``ingest results`` with and without the answers computed at the write."""
+    import shutil
+
+    from ingest import store
+
+    default = store.default_db_path()
+    store.connect(None, read_only=False).close()
+    where = machine()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("SPECTUNE_DB", None)
+    names = ("python_c_pass_s", "import_precomputing_s", "winners_json_after_import_s",
+             "import_cache_off_s", "winners_json_after_import_cache_off_s")
+    samples: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in names}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats + 1):  # round 0 warms the page cache and .pyc files; it is not kept
+            for mode, import_name, winners_name in (("on", "import_precomputing_s", "winners_json_after_import_s"),
+                                                    ("off", "import_cache_off_s",
+                                                     "winners_json_after_import_cache_off_s")):
+                db = Path(tmp) / f"{mode}-{i}.duckdb"
+                shutil.copy(default, db)
+                run_env = {**env, "SPECTUNE_CACHE": mode, "SPECTUNE_CACHE_DIR": str(Path(tmp) / f"answers-{i}")}
+                got = [_run(["-m", "ingest", "results", str(SAMPLE), "--db", str(db), "--json"], run_env),
+                       _run(["-m", "analysis", "winners", "--json", "--db", str(db)], run_env)]
+                base = _run(["-c", "pass"], env)
+                db.unlink()
+                if i:
+                    for name, value in zip((import_name, winners_name, "python_c_pass_s"), (*got, base),
+                                           strict=True):
+                        samples[name][0].append(value[0])
+                        samples[name][1].append(value[1])
+    base = statistics.median(samples["python_c_pass_s"][0])
+    figures = {}
+    for name in names:
+        wall, cpu = samples[name]
+        about = {} if name == "python_c_pass_s" else {"minus_baseline_s": round(statistics.median(wall) - base, 4)}
+        target = 0.3 if name.startswith("winners") else None
+        figures[name] = figure(wall, target=target, cpu=cpu, **about)
+    figures["python_c_pass_s"]["samples"] = len(samples["python_c_pass_s"][0])
+    return {"benchmark": "startup_after_import", "machine": where, "sample": str(SAMPLE.relative_to(REPO)),
+            "figures": figures, "load_avg_end": load_average()}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--json", action="store_true", help="print one JSON document")
+    ap.add_argument("--after-import", action="store_true",
+                    help="the first winners call after an import, with and without the answers computed at the write")
     args = ap.parse_args(argv)
-    res = measure(args.repeats)
+    res = after_import(min(args.repeats, 5)) if args.after_import else measure(args.repeats)
     if args.json:
         print(json.dumps(res, indent=2))
     else:

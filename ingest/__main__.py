@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from ingest.cli import answers
 from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
 from ingest.errors import InputError, UsageError
@@ -99,6 +100,10 @@ COMMANDS: dict[str, AnyCommand] = {
 }
 
 
+# Subcommands that write the store (``export`` reads it, ``watch`` writes every scrape and never ends).
+WRITES_STORE = frozenset({"results", "trace"})
+
+
 def build_parser(argv: list[str] | None = None, *, only_selected: bool = False) -> argparse.ArgumentParser:
     return build_parser_for("python -m ingest", "Bring results and traces into the spectune store.", COMMANDS,
                             argv, only_selected=only_selected)
@@ -108,10 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv, only_selected=True).parse_args(argv)
     try:
-        return resolve(COMMANDS[args.command])[1](args)
+        code = resolve(COMMANDS[args.command])[1](args)
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2
+    if code == 0 and args.command in WRITES_STORE:  # the next winners call replays instead of computing
+        answers.precompute(args.db)
+    return code
 
 
 if __name__ == "__main__":

@@ -256,13 +256,18 @@ def _note(text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"plan": _cmd_plan, "run": _cmd_run}[args.command](args)
+        code = {"plan": _cmd_plan, "run": _cmd_run}[args.command](args)
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # before a run started (plan, matrix or workload reading)
         print("error: interrupted", file=sys.stderr)
         return 128 + getattr(exc, "signum", signal.SIGINT)
+    if code == 0 and args.command == "run":  # the store was written: the next winners call replays its answer
+        from ingest.cli import answers
+
+        answers.precompute(args.db)
+    return code
 
 
 if __name__ == "__main__":

@@ -26,15 +26,18 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ingest.cli import answers
 from ingest.paths import DATA_DIR, ROOT
 
 MAX_ENTRIES = 200
+# The cache's own settings are not part of an answer (a hit happens only with the cache on anyway).
+CACHE_SETTINGS = frozenset({"SPECTUNE_CACHE", "SPECTUNE_CACHE_DIR"})
 PACKAGES = ("analysis", "ingest", "runner", "spectune")
 STORE_SUFFIXES = (".duckdb", ".wal", ".lock", ".tmp", ".holder", ".default-stamp")
 
 
 def enabled() -> bool:
-    return os.environ.get("SPECTUNE_CACHE", "on").strip().lower() not in {"off", "0", "no", "false"}
+    return answers.enabled()
 
 
 def cache_dir() -> Path:
@@ -73,7 +76,7 @@ def key(argv: list[str], db: Path) -> str | None:
 
     parts = {
         "version": __version__, "argv": argv, "cwd": os.getcwd(), "python": sys.version,
-        "env": sorted((k, v) for k, v in os.environ.items() if k.startswith("SPECTUNE_") and k != "SPECTUNE_CACHE_DIR"),
+        "env": sorted((k, v) for k, v in os.environ.items() if k.startswith("SPECTUNE_") and k not in CACHE_SETTINGS),
         "store": [str(db.resolve()), store_stat, _stat(Path(str(db) + ".wal"))],
         "code": [_tree_stats(ROOT / p, lambda n: n.endswith(".py")) for p in PACKAGES],
         "data": _tree_stats(DATA_DIR, lambda n: not n.endswith(STORE_SUFFIXES)),
