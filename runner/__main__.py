@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import shlex
@@ -135,7 +134,12 @@ def _stop_on_terminate() -> Iterator[None]:
         if fired:  # the first one unwinds; a repeat must not cut the servers' shutdown short
             return
         fired.append(signum)
+        # asyncio is imported by the load generator only (``--help`` and ``plan`` start faster without it); no
+        # loop can be running before it is, and a signal handler should not import.
+        asyncio = sys.modules.get("asyncio")
         try:
+            if asyncio is None:
+                raise RuntimeError("no event loop")
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise _Terminated(signum) from None
