@@ -4,36 +4,24 @@ Owns :func:`spec`: the same JSON as ``charts.finish(charts.winner_heatmap(...)).
 encodings, datasets and titles, so the page draws exactly what the Altair builder (which PNG/SVG/PDF exports
 and reports keep using) describes; ``tests/dashboard/test_heatmap_spec.py`` holds the two equal over every load,
 GPU and filter of the default and the 12.1 M-row store, and validates the result against the Vega-Lite schema.
-Why a second path: Altair's object model (a deep copy per layer and per ``configure_*`` call, every channel
-re-validated) cost ~160 ms of CPU per heatmap on every rerun after a filter change, most of the page's time;
-these dicts take about a millisecond. No math: rows and labels come from :func:`charts.winner_rows`.
+Why a second path: Altair's build cost ~160 ms of CPU per heatmap on every rerun after a filter change, most
+of the page's time; these dicts take ~3 ms (dashboard/vl.py). No math: rows and labels come from
+:func:`charts.winner_rows`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 import polars as pl
 
 from dashboard import charts, theme
+from dashboard.vl import dataset as _dataset
+from dashboard.vl import nominal as _nominal
+from dashboard.vl import top_level
 
-SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"  # the schema Altair (pinned) writes
 OUTLINE_VIEW = "view_heatmap_outline"  # the view the click selection lives on (Altair names it view_<uuid>_<n>)
 _BAND = {"paddingInner": 0.04, "paddingOuter": 0.02}
-
-
-def _nominal(field: str, **kw: Any) -> dict:
-    return {"field": field, **kw, "type": "nominal"}
-
-
-def _dataset(frame: pl.DataFrame, datasets: dict[str, list[dict]]) -> dict:
-    """Register ``frame``'s rows under a content-hash name (as Altair names inline data) and refer to it."""
-    values = frame.to_dicts()
-    name = "data-" + hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:32]
-    datasets[name] = values
-    return {"name": name}
 
 
 def _tooltip(cells: list[dict]) -> list[dict]:
@@ -92,15 +80,10 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
     outline: dict[str, Any] = {"data": _dataset(rows, datasets),
                                "mark": {"type": "rect", "fill": "#FFFFFF", "fillOpacity": 0},
                                "encoding": {"tooltip": tooltip, "x": x, "y": y}}
-    out: dict[str, Any] = {
-        "config": {"view": {"continuousWidth": 300, "continuousHeight": 300, "stroke": None},
-                   "title": {"subtitleColor": theme.INK_SOFT}},
-        "layer": [*layers, outline], "autosize": {"type": "pad"},
-        "height": charts.CELL_H * max(len(fams), 1),
-        "title": {"text": f"{gpu} · winner by {metric_label}", "anchor": "start",
-                  "subtitle": charts._heatmap_key(doc["metric"])},
-        "width": charts.CELL_W * max(len(wls), 1), "$schema": SCHEMA, "datasets": datasets,
-    }
+    out = top_level(datasets, layer=[*layers, outline], height=charts.CELL_H * max(len(fams), 1),
+                    title={"text": f"{gpu} · winner by {metric_label}", "anchor": "start",
+                           "subtitle": charts._heatmap_key(doc["metric"])},
+                    width=charts.CELL_W * max(len(wls), 1))
     if select:  # the click selection on the outline layer (on top, so a click on a label selects its cell)
         on = [{"param": charts.SELECTION, "value": theme.SELECTED_STROKE, "empty": False}]
         outline["encoding"] = {"stroke": {"condition": on, "value": "transparent"},
