@@ -50,8 +50,10 @@ LANDING_CHANGES: list[tuple[str, str, Any]] = [
 
 def page_rerun(db: Path, repeats: int, changes: list[tuple[str, str, Any]] = CHANGES) -> dict[str, Any]:
     os.environ["SPECTUNE_DB"] = str(db)
+    import streamlit as st
     from streamlit.testing.v1 import AppTest
 
+    st.cache_data.clear()  # a second call in one process (another change set) starts from empty caches too
     at = AppTest.from_file(str(APP), default_timeout=300)
     t0 = time.perf_counter()
     at.run()
