@@ -523,9 +523,29 @@ def display(chart_spec: dict, **kwargs: Any) -> Any:
     """Draw a finished chart's spec in the app, with background ink that reads on the active theme and human
     tooltip titles.
 
-    width="content": keep the spec's own cell sizes (stretching a heatmap squeezes its rows and labels)."""
-    return st.vega_lite_chart(titled_tooltips(theme.for_screen(chart_spec, dark_theme())), width="content",
-                              **kwargs)
+    width="content": keep the spec's own cell sizes (stretching a heatmap squeezes its rows and labels).
+
+    Inline datasets go to Streamlit as Arrow IPC bytes, which it passes through; given row lists it would
+    build a pandas frame per dataset first (~5 ms each, a fifth of a rerun)."""
+    shown = titled_tooltips(theme.for_screen(chart_spec, dark_theme()))
+    if isinstance(shown.get("datasets"), dict):
+        shown["datasets"] = {name: _arrow_ipc(rows) if isinstance(rows, list) else rows
+                             for name, rows in shown["datasets"].items()}
+    return st.vega_lite_chart(shown, width="content", **kwargs)
+
+
+def _arrow_ipc(rows: list[dict]) -> bytes | list[dict]:
+    """A dataset's rows as one Arrow IPC stream (what Streamlit sends the browser for a chart's data)."""
+    import pyarrow as pa  # Streamlit's own dependency, loaded by then
+
+    try:
+        table = pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # mixed types in a column: Streamlit's own path
+        return rows
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
 def show(kind: str, *args: Any, key: str, on_select: Any = "ignore", **kwargs: Any) -> None:

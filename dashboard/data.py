@@ -85,9 +85,9 @@ def winners_doc(path: str, st_: tuple, metric: str, f: frames.Filters, slo: Slo,
                                best_depth_per_method=best_depth, margin_pct=margin_pct)
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
 def glance(doc: dict) -> dict:
-    """analysis.glance's one-sentence summary of a winners document (the CLI's ``summary``)."""
+    """analysis.glance's one-sentence summary of a winners document (the CLI's ``summary``). Not cached: the
+    summary takes under a millisecond, hashing the document for a cache key ~0.1 s."""
     from analysis.glance import summary
 
     return summary(doc)

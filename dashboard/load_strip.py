@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import altair as alt
 import polars as pl
-import streamlit as st
 
 from analysis.labels import candidate
-from dashboard import charts, theme
+from dashboard import charts, theme, vl
 
 SHADE = {"clear": 1.0, "equivalent": 0.75, "tie": 0.4}
 MARK = {"clear": "clear", "equivalent": "≈ equivalent", "tie": "tie"}
+SUBTITLE = ("solid = clear winner · lighter = equivalent within the margin · faint = tie the evidence cannot "
+            "separate; every cell names its pick")
 
 
 def rows(doc: dict, gpu: str) -> pl.DataFrame:
@@ -65,13 +66,40 @@ def chart(doc: dict, gpu: str, families: list[str], workloads: list[str], metric
                           header=alt.Header(labelFontSize=12, labelExpr="'c = ' + datum.value")),
     ).properties(title=alt.Title(
         f"{gpu} · sensible pick at every load, by {metric_label}", anchor="start",
-        subtitle=["solid = clear winner · lighter = equivalent within the margin · faint = tie the evidence "
-                  "cannot separate; every cell names its pick"]))
+        subtitle=[SUBTITLE]))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str) -> dict:
-    return charts.finish(chart(doc, gpu, families, workloads, metric_label)).to_dict(validate=False)
+    """The screen's spec: ``charts.finish(chart(…)).to_dict()`` written as plain dicts (dashboard/vl.py; ~2 ms
+    against Altair's ~0.1 s a rerun, plus ~0.1 s hashing ``doc`` for a cache key). The exports and reports
+    draw :func:`chart`; tests/dashboard/test_load_strip.py holds the two equal."""
+    d = rows(doc, gpu)
+    domain, rng = theme.scale_domain_range(sorted(set(d["method"])) if d.height else [])
+    band = {"paddingInner": 0.06}
+    x = {"axis": {"domain": False, "labelAngle": 0, "labelFontSize": 12, "orient": "top", "ticks": False},
+         "field": "workload", "scale": band, "sort": workloads, "title": None, "type": "nominal"}
+    y = {"axis": {"domain": False, "labelFontSize": 12, "labelLimit": 320, "labelOverlap": False, "ticks": False},
+         "field": "family", "scale": band, "sort": families, "title": None, "type": "nominal"}
+    tooltip = [vl.nominal("family"), vl.nominal("workload"), {"field": "concurrency", "type": "quantitative"},
+               vl.nominal("pick", title="sensible pick"), vl.nominal("pick_reason", title="why this pick"),
+               vl.nominal("best", title="best point estimate"), vl.nominal("tie_text", title="verdict")]
+    rect = {"mark": {"type": "rect"}, "encoding": {
+        "color": {"field": "method", "legend": {"labelLimit": 300, "orient": "right", "symbolOpacity": 1},
+                  "scale": {"domain": domain, "range": rng}, "title": "pick's method", "type": "nominal"},
+        "opacity": {"field": "shade", "scale": None, "type": "quantitative"}, "tooltip": tooltip, "x": x, "y": y}}
+    name = {"mark": {"type": "text", "color": "#000000", "dy": -6, "fontSize": 12, "fontWeight": "bold"},
+            "encoding": {"text": vl.nominal("pick"), "tooltip": tooltip, "x": x, "y": y}}
+    mark = {"mark": {"type": "text", "color": "#000000", "dy": 9, "fontSize": 10},
+            "encoding": {"text": vl.nominal("mark"), "tooltip": tooltip, "x": x, "y": y}}
+    datasets: dict[str, list[dict]] = {}
+    return vl.top_level(
+        datasets, data=vl.dataset(d, datasets),
+        facet={"column": {"field": "concurrency", "header": {"labelExpr": "'c = ' + datum.value", "labelFontSize": 12},
+                          "title": "concurrency (requests in flight)", "type": "ordinal"}},
+        spec={"layer": [rect, name, mark], "height": 44 * max(len(families), 1),
+              "width": 66 * max(len(workloads), 1)},
+        title={"text": f"{gpu} · sensible pick at every load, by {metric_label}", "anchor": "start",
+               "subtitle": [SUBTITLE]})
 
 
 def exported(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str,

@@ -8,7 +8,7 @@ from functools import partial
 import streamlit as st
 
 from analysis.pareto import LATENCIES
-from dashboard import charts, data, drill, export, report, widgets
+from dashboard import charts, data, drill, export, heatmap_spec, report, widgets
 
 PAGE = "tradeoffs"
 
@@ -59,8 +59,8 @@ drill.seed_and_keep(PAGE, gp_params)
 if doc["cells"]:
     key = f"{PAGE}.goodput"
     title = f"goodput (req/s) · concurrency {v['gconc']}"
-    charts.show("winner_heatmap", doc, v["gpu"], families, workloads, title, key=key,
-                on_select=drill.click_handler(PAGE, key))
+    charts.display(heatmap_spec.spec(doc, v["gpu"], families, workloads, title), key=key,
+                   on_select=drill.click_handler(PAGE, key))
     rows = charts.winner_rows(doc)
     export.buttons(partial(charts.exported, "winner_heatmap", doc, v["gpu"], families, workloads, title, select=False,
                            simulated=doc["simulated"]),

@@ -211,3 +211,19 @@ def test_a_lower_is_better_heatmap_says_which_way_its_percentages_go(default_db)
     assert any("better than no speculation" in line for line in subtitle)
     tput = charts.winner_heatmap({**doc, "metric": "output_throughput"}, "MI300X", ["Qwen"], ["code"], "tok/s")
     assert not any("better than" in line for line in tput.to_dict()["title"]["subtitle"])
+
+
+def test_screen_datasets_travel_as_the_same_rows_in_arrow() -> None:
+    """charts.display hands Streamlit each dataset as Arrow IPC bytes: the browser gets the same rows (nulls,
+    ints, floats, booleans, text with line breaks); a column of mixed types stays a row list (Streamlit's path)."""
+    import polars as pl
+    import pyarrow as pa
+
+    rows = [{"method": "none", "depth": None, "value": 1.5, "clear": True, "label": "none\nbaseline"},
+            {"method": "dspark", "depth": 4, "value": 2.0, "clear": False, "label": "TIE (2 tied)"}]
+    sent = charts._arrow_ipc(rows)
+    assert isinstance(sent, bytes)
+    assert pl.from_arrow(pa.ipc.open_stream(sent).read_all()).to_dicts() == rows
+    assert pa.ipc.open_stream(charts._arrow_ipc([])).read_all().num_rows == 0
+    mixed = [{"v": 1}, {"v": "one"}]
+    assert charts._arrow_ipc(mixed) is mixed
