@@ -1,6 +1,7 @@
 """A store of more than 10 M request rows for the scale tests (issue 16), built once per test session.
 
-Owns :func:`build_big_store`. The rows come from ``benchmarks/generate.py`` (every cell of the default matrix
+Owns :func:`build_big_store` (and :func:`existing_big_store`, for a store built beforehand). The rows come
+from ``benchmarks/generate.py`` (every cell of the default matrix
 resampled from the embedded simulated run, backend ``sim``) and land through the product's own bulk path,
 ``python -m ingest results DIR`` — both as subprocesses, so the multi-GB peaks of generating and landing
 12 M rows stay out of the test process. 4,099 requests per cell (12.1 M rows over the 2,952 cells): above
@@ -38,3 +39,16 @@ def build_big_store(folder: Path, rows: int = BIG_ROWS) -> tuple[Path, dict]:
     landed = json.loads(proc.stdout)["files"][0]
     return db, {"requests": int(landed["requests"]), "cells": int(landed["rows"]),
                 "generate_s": round(t1 - t0, 1), "ingest_s": round(t2 - t1, 1)}
+
+
+def existing_big_store(db: Path) -> tuple[Path, dict]:
+    """A store built beforehand (``SPECTUNE_BIG_STORE``), summarised as :func:`build_big_store` does."""
+    import duckdb
+
+    assert db.is_file(), f"SPECTUNE_BIG_STORE={db}: no such store"
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (requests, cells), = con.execute("SELECT count(*), count(DISTINCT cell_id) FROM requests").fetchall()
+    finally:
+        con.close()
+    return db, {"requests": int(requests), "cells": int(cells), "generate_s": None, "ingest_s": None}

@@ -66,10 +66,12 @@ def default_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def big_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """A store of 12.1 M generated request rows (tests/big_store.py; about a minute), shared by the AppTest and
-    Chromium scale tests; read-only use. Returns (path, {requests, cells, generate_s, ingest_s})."""
-    from tests.big_store import build_big_store
+    Chromium scale tests; read-only use. Returns (path, {requests, cells, generate_s, ingest_s}).
+    ``SPECTUNE_BIG_STORE=PATH`` runs the same tests on a store built beforehand (the 100 M-row benchmark store)."""
+    from tests.big_store import build_big_store, existing_big_store
 
-    return build_big_store(tmp_path_factory.mktemp("big_store"))
+    given = os.environ.get("SPECTUNE_BIG_STORE")
+    return existing_big_store(Path(given)) if given else build_big_store(tmp_path_factory.mktemp("big_store"))
 
 
 @pytest.fixture
