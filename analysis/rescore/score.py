@@ -70,23 +70,38 @@ class Prediction:
     load: tuple[np.ndarray, np.ndarray] | None = None  # concurrency and saturation per time bucket
 
 
-def _subset(cell: CellSamples, lb: int, cache: dict) -> tuple[np.ndarray, np.ndarray]:
-    key = (id(cell), lb)
+def _rows(out: np.ndarray, lb: int, cache: dict) -> np.ndarray:
+    """Which of a cell's samples stand for output-length bucket ``lb``: shared by every cell with these
+    samples' lengths (a model-filled cell keeps its source's ``out``)."""
+    key = ("rows", id(out), lb)
     got = cache.get(key)
     if got is None:
         lo, hi = bucket_bounds(lb)
-        mask = (cell.out >= lo) & (cell.out < hi)
-        if mask.sum() < MIN_SAMPLES_PER_BUCKET and cell.out.size > MIN_SAMPLES_PER_BUCKET:
+        mask = (out >= lo) & (out < hi)
+        if mask.sum() < MIN_SAMPLES_PER_BUCKET and out.size > MIN_SAMPLES_PER_BUCKET:
             # Too few measured requests of this length: the nearest ones in log-length stand in (a short
             # request's TPOT averages over few steps and is noisier than a long one's).
-            dist = np.abs(np.log(np.maximum(cell.out, 1.0)) - np.log(np.sqrt(lo * hi)))
-            mask = np.zeros(cell.out.size, dtype=bool)
+            dist = np.abs(np.log(np.maximum(out, 1.0)) - np.log(np.sqrt(lo * hi)))
+            mask = np.zeros(out.size, dtype=bool)
             mask[np.argsort(dist, kind="stable")[:MIN_SAMPLES_PER_BUCKET]] = True
         elif mask.sum() < MIN_SAMPLES_PER_BUCKET:
-            mask = np.ones(cell.out.size, dtype=bool)
-        got = (cell.ttft[mask], cell.tpot[mask])
+            mask = np.ones(out.size, dtype=bool)
+        got = (mask, out)  # ``out`` held so that its id is not reused while the cache lives
         cache[key] = got
-    return got
+    return got[0]
+
+
+def _subset(cell: CellSamples, lb: int, cache: dict) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(TTFT, TPOT, their means) of the cell's samples for bucket ``lb``; ``cache`` may span many score calls
+    (one shard's candidates share cells: the reference is scored twice, schedules reuse static cells)."""
+    key = ("subset", id(cell), lb)
+    got = cache.get(key)
+    if got is None:
+        mask = _rows(cell.out, lb, cache)
+        tt, tp = cell.ttft[mask], cell.tpot[mask]
+        got = (tt, tp, tt.mean(), tp.mean(), cell)  # ``cell`` held: its id stays its own
+        cache[key] = got
+    return got[:4]
 
 
 def _interp(c: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,16 +141,17 @@ def _solve_load(si: ShardInput, a_tg: np.ndarray, grid: np.ndarray) -> tuple[np.
 def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str, depth: int | list[int],
           workloads: list[str],
           dep, slo: tuple[float, float] | None, n_rep: int,
-          load: tuple[np.ndarray, np.ndarray] | None = None) -> Prediction:
+          load: tuple[np.ndarray, np.ndarray] | None = None, cache: dict | None = None) -> Prediction:
     """Predict one candidate on one shard. ``cells[w][g]``: the (filled) cell per store workload × grid.
 
     ``load`` (concurrency and saturation per time bucket) is the operating point every candidate is
     compared at; None solves it from this candidate's own latency (done once, for the reference config).
-    ``depth`` may be one depth per grid load (a depth schedule per batch size).
+    ``depth`` may be one depth per grid load (a depth schedule per batch size). ``cache``: the cells'
+    per-bucket samples, kept between calls on the same cells (see :func:`_subset`).
     """
     grid = np.asarray(si.grid, dtype=float)
     n_w, n_g, n_r = len(workloads), grid.size, si.n.size
-    cache: dict = {}
+    cache = {} if cache is None else cache
     L = si.out / np.maximum(si.n, 1e-12)
     inp = si.inp / np.maximum(si.n, 1e-12)
     # Context per workload (mean input + half the mean output over the shard): TPOT moves with how much
@@ -150,8 +166,7 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
     m_ttft, m_tpot = np.empty((len(pairs), n_g)), np.empty((len(pairs), n_g))
     for p, (w, lb) in enumerate(pairs):
         for g in range(n_g):
-            tt, tp = _subset(cells[w][g], lb, cache)
-            m_ttft[p, g], m_tpot[p, g] = tt.mean(), tp.mean()
+            m_ttft[p, g], m_tpot[p, g] = _subset(cells[w][g], lb, cache)[2:]
     s_t = np.empty((n_r, n_g))
     s_p = np.empty((n_r, n_g))
     for g in range(n_g):
@@ -199,7 +214,7 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
     values, weights, meeting = [], [], 0.0
     for k in np.flatnonzero(wsum > 0):
         p, g = int(k // n_g), int(k % n_g)
-        tt, tp = _subset(cells[pairs[p][0]][g], pairs[p][1], cache)
+        tt, tp = _subset(cells[pairs[p][0]][g], pairs[p][1], cache)[:2]
         e2e = tt * st[k] + lbar[k] * tp * sp[k]
         values.append(e2e)
         weights.append(np.full(e2e.size, wsum[k] / e2e.size))
