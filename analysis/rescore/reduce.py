@@ -128,7 +128,9 @@ def trace_files(arg: str) -> list[Path] | None:
 
 
 def _stream_rows(lf: pl.LazyFrame, grid: Grid | None) -> pl.DataFrame:
-    """The one streaming pass over a file's requests (columns of ingest.traces.lazy.COLUMNS)."""
+    """The one streaming pass over a file's requests (columns of ingest.traces.lazy.COLUMNS). Dropped and
+    flagged rows keep their labels as read, so that every distinct label is in the result for
+    ingest.traces.lazy.finish_labels to check."""
     c = pl.col
     kind = (pl.when(c("bad")).then(3).when(c("output_tokens") == 0).then(1).when(c("input_tokens") == 0).then(2)
             .otherwise(0).cast(pl.Int8))
@@ -140,8 +142,6 @@ def _stream_rows(lf: pl.LazyFrame, grid: Grid | None) -> pl.DataFrame:
          if grid is not None else pl.lit(0, pl.Int32))
     both = c("drafted_tokens").is_not_null() & c("accepted_tokens").is_not_null()
     lf = lf.with_columns((c("tsk").cum_max() - c("tsk")).alias("back"),
-                         pl.when(kept).then(c("shard")).alias("shard"),
-                         pl.when(kept).then(c("workload")).alias("workload"),
                          pl.when(kept).then(t).alias("t"),
                          pl.when(kept).then(length_bucket(c("output_tokens"))).alias("lb"))
     return lf.group_by(["kind", *KEYS]).agg(
@@ -207,7 +207,7 @@ def _partial(g: pl.DataFrame, tally: dict, grid: Grid | None, **meta) -> FilePar
 def reduce_file(path: str | Path, spec: ReadSpec, grid: Grid | None, name: str | None = None) -> FilePartial:
     """One file → its partial buckets, with ``grid`` for time (None: all in bucket 0). Raises InputError."""
     from ingest.traces.detect import detect_kind
-    from ingest.traces.lazy import lazy_trace
+    from ingest.traces.lazy import finish_labels, lazy_trace
     from ingest.traces.registry import NAME_HINTS, check_request
     from ingest.traces.source import open_source
 
@@ -229,8 +229,10 @@ def reduce_file(path: str | Path, spec: ReadSpec, grid: Grid | None, name: str |
             if lt is None:
                 break
             try:
-                g = _stream_rows(lt.frame, grid)
+                g = finish_labels(_stream_rows(lt.frame, grid), lt.workload)
             except pl.exceptions.PolarsError:  # e.g. a malformed CSV row: the exact reader names its line
+                break
+            if g is None:  # a label the checks refuse: the exact reader names its line
                 break
             tally = _tally(g, has_ts_column=lt.has_timestamp_column, required_ts=lt.timestamp_required,
                            limits=spec.limits)

@@ -116,6 +116,32 @@ def test_parquet_datetime_date_and_categorical_columns(tmp_path: Path) -> None:
     check_same(tmp_path / "date.parquet")
 
 
+LABEL_CASES = {  # labels are checked once per distinct value after grouping, counts by range for integer columns
+    "trimmed_and_cased": ([" Code ", "code", "CHAT", "  ", None], [5, 6, 7, 8, 9]),
+    "bidi_on_a_kept_row": (["code", "chat\u202e", "code", "chat", "code"], [5, 6, 7, 8, 9]),
+    "control_on_a_dropped_row": (["code", "chat", "co\x1bde", "chat", "code"], [5, 6, 0, 8, 9]),
+    "long_label": (["code", "x" * 257, "code", "chat", "code"], [5, 6, 7, 8, 9]),
+    "negative_count": (["code", "chat", "code", "chat", "code"], [5, -6, 7, 8, 9]),
+    "count_over_the_cap": (["code", "chat", "code", "chat", "code"], [5, 6, 7, 10_000_001, 9]),
+    "missing_count": (["code", "chat", "code", "chat", "code"], [5, None, 7, 8, 9]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LABEL_CASES))
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_labels_and_integer_counts_as_the_exact_reader_decides(tmp_path: Path, name: str, fmt: str) -> None:
+    workloads, outputs = LABEL_CASES[name]
+    frame = pl.DataFrame({"timestamp": [1.5, 2.5, 3.5, 4.5, 5.5], "input_tokens": [10, 11, 12, 13, 14],
+                          "output_tokens": pl.Series(outputs, dtype=pl.Int64), "workload": workloads,
+                          "tenant": pl.Series([1, 2, 1, None, 2], dtype=pl.Int32)})
+    path = tmp_path / f"{name}.{fmt}"
+    frame.write_parquet(path) if fmt == "parquet" else frame.write_csv(path)
+    mapping = TraceMapping(input_tokens="input_tokens", output_tokens="output_tokens", timestamp="timestamp",
+                           timestamp_unit="s", workload="workload", shard="tenant")
+    for spec in (ReadSpec(mapping=mapping), ReadSpec(mapping=mapping, workload="Reasoning")):
+        check_same(path, spec)
+
+
 @pytest.mark.parametrize("case", [c for c in tomllib.loads((CORPUS / "MANIFEST.toml").read_text())["case"]
                                   # a few are built by the corpus test; .gz goes straight to the exact reader
                                   if (CORPUS / c["file"]).is_file() and not c["file"].endswith(".gz")],
