@@ -41,6 +41,7 @@ FIXED = {  # format -> (columns, timestamp unit); both required by the format
     "burstgpt": ({"timestamp": "Timestamp", "input_tokens": "Request tokens", "output_tokens": "Response tokens",
                   "shard": "Model"}, "s"),
 }
+COUNT_FIELDS = frozenset({"input_tokens", "output_tokens", "drafted_tokens", "accepted_tokens"})
 COLUMNS = ("ts", "input_tokens", "output_tokens", "workload", "shard", "drafted_tokens", "accepted_tokens",
            "ts_missing", "bad")
 
@@ -216,8 +217,12 @@ def _csv(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, w
     idx = _indices(header, wanted)
     if idx is None:
         return None
+    # Token counts are parsed as integers by the CSV reader itself (a plain integer, spaces before it allowed):
+    # a value it cannot parse ("12.0", "4 ") fails the pass, and the exact reader, which accepts those, decides.
+    counts = {i for fld, i in idx.items() if fld in COUNT_FIELDS}
+    dtypes = [pl.Int64() if i in counts else pl.String() for i in range(len(header.names))]
     lf = pl.scan_csv(io.BytesIO(data) if data is not None else src.data_path, infer_schema=False, has_header=True,
-                     glob=False, quote_char='"')
+                     glob=False, quote_char='"', schema_overrides=dtypes)
     picks = [pl.nth(i).alias(fld) for fld, i in idx.items()]
     first = None
     if 0 not in idx.values():
@@ -228,10 +233,12 @@ def _csv(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, w
     first = first or fields[0]
     rest = [f for f in fields if f != first]
     # A blank line is a row of nulls (whitespace in the first field): dropped, as csvread drops it.
-    blank = pl.all_horizontal([pl.col(c).is_null() for c in rest] or [pl.lit(True)]) & (
-        pl.col(first).str.strip_chars().fill_null("") == "")
+    # A count column reads spaces as null, so a count first field is blank when it is null.
+    first_blank = (pl.col(first).is_null() if first in COUNT_FIELDS
+                   else pl.col(first).str.strip_chars().fill_null("") == "")
+    blank = pl.all_horizontal([pl.col(c).is_null() for c in rest] or [pl.lit(True)]) & first_blank
     lf = lf.filter(~blank)
-    schema = {f: pl.String() for f in fields}
+    schema = {f: pl.Int64() if f in COUNT_FIELDS else pl.String() for f in fields}
     return _finish(lf, schema, kind, unit, required_ts, limits, workload, general)
 
 
