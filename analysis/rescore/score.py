@@ -70,6 +70,24 @@ class Prediction:
     load: tuple[np.ndarray, np.ndarray] | None = None  # concurrency and saturation per time bucket
 
 
+def _bucket_of(out: np.ndarray, cache: dict) -> tuple[np.ndarray, int, np.ndarray] | None:
+    """(bucket per sample, lowest bucket, samples per bucket) of a cell's output lengths, computed once per
+    array; None unless every sample lies in its bucket's bounds exactly as :func:`bucket_bounds` draws them
+    (the buckets do not overlap, so then ``bucket == lb`` selects exactly ``lo <= out < hi``)."""
+    key = ("buckets", id(out))
+    if key not in cache:
+        got = None
+        if out.size and bool(np.isfinite(out).all()):
+            lbv = np.floor(np.log2(np.maximum(out, 1.0)) * 2).astype(np.int64)
+            low = int(lbv.min())
+            bounds = [bucket_bounds(lb) for lb in range(low, int(lbv.max()) + 1)]
+            lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+            if bool(((out >= lo[lbv - low]) & (out < hi[lbv - low])).all()):
+                got = (lbv, low, np.bincount(lbv - low))
+        cache[key] = (got, out)  # ``out`` held so that its id is not reused while the cache lives
+    return cache[key][0]
+
+
 def _rows(out: np.ndarray, lb: int, cache: dict) -> np.ndarray:
     """Which of a cell's samples stand for output-length bucket ``lb``: shared by every cell with these
     samples' lengths (a model-filled cell keeps its source's ``out``)."""
@@ -77,16 +95,23 @@ def _rows(out: np.ndarray, lb: int, cache: dict) -> np.ndarray:
     got = cache.get(key)
     if got is None:
         lo, hi = bucket_bounds(lb)
-        mask = (out >= lo) & (out < hi)
-        if mask.sum() < MIN_SAMPLES_PER_BUCKET and out.size > MIN_SAMPLES_PER_BUCKET:
+        buckets = _bucket_of(out, cache)
+        if buckets is None:
+            mask = (out >= lo) & (out < hi)
+            n = int(mask.sum())
+        else:
+            lbv, low, counts = buckets
+            n = int(counts[lb - low]) if 0 <= lb - low < counts.size else 0
+            mask = lbv == lb if n >= MIN_SAMPLES_PER_BUCKET else None
+        if n < MIN_SAMPLES_PER_BUCKET and out.size > MIN_SAMPLES_PER_BUCKET:
             # Too few measured requests of this length: the nearest ones in log-length stand in (a short
             # request's TPOT averages over few steps and is noisier than a long one's).
             dist = np.abs(np.log(np.maximum(out, 1.0)) - np.log(np.sqrt(lo * hi)))
             mask = np.zeros(out.size, dtype=bool)
             mask[np.argsort(dist, kind="stable")[:MIN_SAMPLES_PER_BUCKET]] = True
-        elif mask.sum() < MIN_SAMPLES_PER_BUCKET:
+        elif n < MIN_SAMPLES_PER_BUCKET:
             mask = np.ones(out.size, dtype=bool)
-        got = (mask, out)  # ``out`` held so that its id is not reused while the cache lives
+        got = (mask, out)
         cache[key] = got
     return got[0]
 
@@ -99,7 +124,8 @@ def _subset(cell: CellSamples, lb: int, cache: dict) -> tuple[np.ndarray, np.nda
     if got is None:
         mask = _rows(cell.out, lb, cache)
         tt, tp = cell.ttft[mask], cell.tpot[mask]
-        got = (tt, tp, tt.mean(), tp.mean(), cell)  # ``cell`` held: its id stays its own
+        # np.mean is this sum over the size (called directly: no per-call checks); ``cell`` held: its id stays its own
+        got = (tt, tp, np.add.reduce(tt) / tt.size, np.add.reduce(tp) / tp.size, cell)
         cache[key] = got
     return got[:4]
 
