@@ -6,8 +6,10 @@ format (Azure CSV, generic Parquet) it reports, with the machine's load:
 * ``cli``: ``python -m analysis rescore TRACE --json`` as a fresh subprocess (process start, imports, the
   read, scoring, the JSON) — wall seconds and peak RSS (``/usr/bin/time``'s maximum resident set);
 * ``cli_exact``: the same document computed the way the CLI did before the streaming read (the exact
-  reader: ``read_trace`` → ``assign_workloads`` → ``rescore`` on the frame), also a fresh subprocess
+  reader: ``read_trace`` → ``assign_file`` → ``rescore`` on the frame), also a fresh subprocess
   (``python benchmarks/rescore_read.py exact TRACE DB``) — the same-run baseline;
+* ``cli_before`` (with ``--before TREE``): the same command run from an earlier source tree, same run, same
+  document (checked) — what a change bought;
 * ``read``: the streaming read alone in this process (``read_buckets``, imports warm), and ``read_exact``:
   the exact reader + ``bucketize`` alone, same process — both produce the same buckets (checked).
 
@@ -75,12 +77,12 @@ def make(workdir: Path, n: int, fmt: str) -> Path:
     return path
 
 
-def _timed_subprocess(argv: list[str]) -> tuple[float, float, str, float]:
-    """(wall s, peak RSS MB, stdout, CPU s = user + sys) of a fresh process."""
+def _timed_subprocess(argv: list[str], root: Path = REPO) -> tuple[float, float, str, float]:
+    """(wall s, peak RSS MB, stdout, CPU s = user + sys) of a fresh process run from source tree ``root``."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         t0 = time.perf_counter()
-        res = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", tf.name, *argv], cwd=REPO,
-                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=3600)
+        res = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", tf.name, *argv], cwd=root,
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=3600)
         wall = time.perf_counter() - t0
         if res.returncode != 0:
             raise RuntimeError(f"{argv[:4]} exited {res.returncode}: {res.stderr[-800:]}")
@@ -88,14 +90,17 @@ def _timed_subprocess(argv: list[str]) -> tuple[float, float, str, float]:
     return wall, rss_kb / 1024, res.stdout, user + sys_s
 
 
-def cli_figures(trace: Path, db: Path, repeats: int, exact: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def cli_figures(trace: Path, db: Path, repeats: int, exact: bool, before: Path | None = None
+                ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     streaming = [sys.executable, "-m", "analysis", "rescore", str(trace), "--db", str(db), "--json"]
     old = [sys.executable, str(Path(__file__).resolve()), "exact", str(trace), str(db)]
-    runs: dict[str, list[tuple[float, float, str, float]]] = {"cli": [], "cli_exact": []}
+    runs: dict[str, list[tuple[float, float, str, float]]] = {"cli": [], "cli_exact": [], "cli_before": []}
     for _ in range(repeats):
         runs["cli"].append(_timed_subprocess(streaming))
         if exact:
             runs["cli_exact"].append(_timed_subprocess(old))
+        if before is not None:  # the same command from an older source tree (e.g. `git archive REV | tar -x`)
+            runs["cli_before"].append(_timed_subprocess(streaming, before))
     out = {}
     for key, rs in runs.items():
         if rs:
@@ -106,6 +111,10 @@ def cli_figures(trace: Path, db: Path, repeats: int, exact: bool) -> tuple[dict[
         if json.loads(runs["cli_exact"][-1][2]) != doc:
             raise RuntimeError(f"{trace.name}: the streaming and the exact document differ")
         out["documents_identical"] = True
+    if before is not None:
+        if json.loads(runs["cli_before"][-1][2]) != doc:
+            raise RuntimeError(f"{trace.name}: the document differs from the --before tree's")
+        out["documents_identical_before"] = True
     out["requests"] = doc["trace"]["requests"]
     return out, doc
 
@@ -135,16 +144,17 @@ def read_figures(trace: Path, repeats: int, exact: bool) -> dict[str, Any]:
 def run_exact(trace: str, db: str) -> int:
     """The pre-streaming CLI path, as a subprocess baseline: exact reader → classify → rescore on the frame."""
     from analysis.rescore import rescore
+    from analysis.rescore.workload import assign_file
     from ingest import store
-    from ingest.classify import assign_workloads
     from ingest.trace_store import trace_id_for
     from ingest.traces import read_trace
 
     tf = read_trace(Path(trace))
-    frame, assignment = assign_workloads(tf.frame)
+    # workloads as the CLI's exact-reader path assigns them (analysis/cli/rescore.py load_input)
+    frame, source = assign_file(tf.frame, tf.format, tf.name, None)
     meta = {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format, "file_hash": tf.file_hash,
-            "source": "file", "workload_assignment": assignment, "dropped": dict(tf.dropped),
-            "warnings": list(tf.warnings)}
+            "source": "file", "workload_assignment": source.assignment(), "workload_source": source.as_dict(),
+            "dropped": dict(tf.dropped), "warnings": list(tf.warnings)}
     with store.connect(Path(db), read_only=True) as con:
         print(json.dumps(rescore(con, frame, None, meta)))
     return 0
@@ -161,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-exact", action="store_true", help="skip the exact-reader baseline (100 M: ~20 GB)")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "spectune-bench")
     ap.add_argument("--out", type=Path, default=None, help="JSON file (default: benchmarks/results/...)")
+    ap.add_argument("--before", type=Path, default=None, metavar="TREE",
+                    help="also run the CLI from this source tree (an earlier commit, same run: cli_before)")
     args = ap.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     db = args.workdir / "default" / "spectune.duckdb"
@@ -169,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
 
         build_default_db(db)
     doc: dict[str, Any] = {"benchmark": "rescore_read", "date": date.today().isoformat(), "machine": machine(),
-                           "load_average_start": load_average(), "figures": {}}
+                           "load_average_start": load_average(), "figures": {},
+                           "before": str(args.before) if args.before else None}
     for fmt in args.formats:
         for n in args.rows:
             t0 = time.perf_counter()
@@ -177,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             gen_s = time.perf_counter() - t0
             key = f"rescore_{n // 1_000_000}m_{fmt}"
             print(f"{key}: {trace.stat().st_size / 2**20:.0f} MB (generated in {gen_s:.0f} s)", file=sys.stderr)
-            cli, _ = cli_figures(trace, db, args.repeats, not args.no_exact)
+            cli, _ = cli_figures(trace, db, args.repeats, not args.no_exact, args.before)
             with contextlib.redirect_stdout(io.StringIO()):
                 reads = read_figures(trace, args.repeats, not args.no_exact and n <= CHUNK)
             doc["figures"][key] = {"file_mb": round(trace.stat().st_size / 2**20, 1), **cli, **reads,

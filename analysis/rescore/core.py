@@ -165,7 +165,7 @@ def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[s
     ref = next((ch for ch in (opts.default, Choice("none", 0), *choices) if cells.get(ch) is not None), None)
     if ref is None:
         return [], [], [ch.label for ch in choices], None
-    kw = {"workloads": store, "dep": dep, "slo": opts.slo, "n_rep": m.replicates}
+    kw = {"workloads": store, "dep": dep, "slo": opts.slo, "n_rep": m.replicates, "cache": {}}
     si, load = collapse(si, score(cells[ref], si, method=ref.method, depth=ref.depth, **kw).load)
     scored, preds, unscored = [], [], []
     for ch in choices:

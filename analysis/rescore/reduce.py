@@ -127,8 +127,34 @@ def trace_files(arg: str) -> list[Path] | None:
     return None
 
 
-def _stream_rows(lf: pl.LazyFrame, grid: Grid | None) -> pl.DataFrame:
-    """The one streaming pass over a file's requests (columns of ingest.traces.lazy.COLUMNS)."""
+SLICE_ROWS = 10_000_000  # a Parquet file is reduced this many rows (whole row groups) at a time
+SUMMED = ("n", "out_sum", "in_sum", "c_n", "c_drafted", "c_accepted", "ts_missing", "late")
+
+
+def _stream_rows(lf: pl.LazyFrame, grid: Grid | None, slices: Sequence[tuple[int, int]] = ()) -> pl.DataFrame:
+    """The one streaming pass over a file's requests (columns of ingest.traces.lazy.COLUMNS). Dropped and
+    flagged rows keep their labels as read, so that every distinct label is in the result for
+    ingest.traces.lazy.finish_labels to check.
+
+    ``slices`` ((offset, rows) in file order, covering the file): the pass runs one slice after another, the
+    running maximum arrival carried over, and their groups are summed. Why: the time-order check is a running
+    maximum, which the streaming engine computes in row order, so faster parallel reading upstream would
+    queue ever more of a large file's row groups in memory (2.1 GB at 100 M rows in one query); a slice at a
+    time keeps it at one slice's worth."""
+    if len(slices) > 1:
+        parts, carry = [], None
+        for offset, rows in slices:
+            g = _stream_rows_once(lf.slice(offset, rows), grid, carry)
+            parts.append(g)
+            top = g.filter(pl.col("kind") == 0)["ts_max"].max()
+            carry = top if carry is None or (top is not None and top > carry) else carry  # type: ignore[operator]
+        c = pl.col
+        return pl.concat(parts).group_by(["kind", *KEYS]).agg(
+            *(c(k).sum() for k in SUMMED), c("ts_min").min(), c("ts_max").max(), c("back").max())
+    return _stream_rows_once(lf, grid, None)
+
+
+def _stream_rows_once(lf: pl.LazyFrame, grid: Grid | None, carry: float | None) -> pl.DataFrame:
     c = pl.col
     kind = (pl.when(c("bad")).then(3).when(c("output_tokens") == 0).then(1).when(c("input_tokens") == 0).then(2)
             .otherwise(0).cast(pl.Int8))
@@ -139,9 +165,8 @@ def _stream_rows(lf: pl.LazyFrame, grid: Grid | None) -> pl.DataFrame:
     t = ((((c("tsk") - grid.t0) / grid.bucket_s).floor().cast(pl.Int32).clip(0, grid.n_buckets - 1))
          if grid is not None else pl.lit(0, pl.Int32))
     both = c("drafted_tokens").is_not_null() & c("accepted_tokens").is_not_null()
-    lf = lf.with_columns((c("tsk").cum_max() - c("tsk")).alias("back"),
-                         pl.when(kept).then(c("shard")).alias("shard"),
-                         pl.when(kept).then(c("workload")).alias("workload"),
+    running = c("tsk").cum_max() if carry is None else pl.max_horizontal(c("tsk").cum_max(), pl.lit(carry))
+    lf = lf.with_columns((running - c("tsk")).alias("back"),
                          pl.when(kept).then(t).alias("t"),
                          pl.when(kept).then(length_bucket(c("output_tokens"))).alias("lb"))
     return lf.group_by(["kind", *KEYS]).agg(
@@ -207,7 +232,7 @@ def _partial(g: pl.DataFrame, tally: dict, grid: Grid | None, **meta) -> FilePar
 def reduce_file(path: str | Path, spec: ReadSpec, grid: Grid | None, name: str | None = None) -> FilePartial:
     """One file → its partial buckets, with ``grid`` for time (None: all in bucket 0). Raises InputError."""
     from ingest.traces.detect import detect_kind
-    from ingest.traces.lazy import lazy_trace
+    from ingest.traces.lazy import finish_labels, lazy_trace
     from ingest.traces.registry import NAME_HINTS, check_request
     from ingest.traces.source import open_source
 
@@ -229,8 +254,11 @@ def reduce_file(path: str | Path, spec: ReadSpec, grid: Grid | None, name: str |
             if lt is None:
                 break
             try:
-                g = _stream_rows(lt.frame, grid)
+                g = finish_labels(_stream_rows(lt.frame, grid, _slices(src.data_path) if kind == "parquet" else ()),
+                                  lt.workload)
             except pl.exceptions.PolarsError:  # e.g. a malformed CSV row: the exact reader names its line
+                break
+            if g is None:  # a label the checks refuse: the exact reader names its line
                 break
             tally = _tally(g, has_ts_column=lt.has_timestamp_column, required_ts=lt.timestamp_required,
                            limits=spec.limits)
@@ -242,6 +270,28 @@ def reduce_file(path: str | Path, spec: ReadSpec, grid: Grid | None, name: str |
             if not lt.text_datetime:  # only text date-times have a second parser to try
                 break
     return _reduce_exact(path, spec, grid, name)
+
+
+def _slices(path: Path) -> list[tuple[int, int]]:
+    """(offset, rows) runs of whole row groups of about SLICE_ROWS rows, in file order (none when the footer
+    cannot be read: the one query then meets the problem and the exact reader names it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (OSError, ValueError, pa.ArrowException):
+        return []
+    out: list[tuple[int, int]] = []
+    start = rows = 0
+    for i in range(meta.num_row_groups):
+        rows += meta.row_group(i).num_rows
+        if rows >= SLICE_ROWS:
+            out.append((start, rows))
+            start, rows = start + rows, 0
+    if rows:
+        out.append((start, rows))
+    return out
 
 
 def _is_gzip(path: Path) -> bool:

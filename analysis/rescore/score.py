@@ -70,23 +70,64 @@ class Prediction:
     load: tuple[np.ndarray, np.ndarray] | None = None  # concurrency and saturation per time bucket
 
 
-def _subset(cell: CellSamples, lb: int, cache: dict) -> tuple[np.ndarray, np.ndarray]:
-    key = (id(cell), lb)
+def _bucket_of(out: np.ndarray, cache: dict) -> tuple[np.ndarray, int, np.ndarray] | None:
+    """(bucket per sample, lowest bucket, samples per bucket) of a cell's output lengths, computed once per
+    array; None unless every sample lies in its bucket's bounds exactly as :func:`bucket_bounds` draws them
+    (the buckets do not overlap, so then ``bucket == lb`` selects exactly ``lo <= out < hi``)."""
+    key = ("buckets", id(out))
+    if key not in cache:
+        got = None
+        if out.size and bool(np.isfinite(out).all()):
+            lbv = np.floor(np.log2(np.maximum(out, 1.0)) * 2).astype(np.int64)
+            low = int(lbv.min())
+            bounds = [bucket_bounds(lb) for lb in range(low, int(lbv.max()) + 1)]
+            lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+            if bool(((out >= lo[lbv - low]) & (out < hi[lbv - low])).all()):
+                got = (lbv, low, np.bincount(lbv - low))
+        cache[key] = (got, out)  # ``out`` held so that its id is not reused while the cache lives
+    return cache[key][0]
+
+
+def _rows(out: np.ndarray, lb: int, cache: dict) -> np.ndarray:
+    """Which of a cell's samples stand for output-length bucket ``lb``: shared by every cell with these
+    samples' lengths (a model-filled cell keeps its source's ``out``)."""
+    key = ("rows", id(out), lb)
     got = cache.get(key)
     if got is None:
         lo, hi = bucket_bounds(lb)
-        mask = (cell.out >= lo) & (cell.out < hi)
-        if mask.sum() < MIN_SAMPLES_PER_BUCKET and cell.out.size > MIN_SAMPLES_PER_BUCKET:
+        buckets = _bucket_of(out, cache)
+        if buckets is None:
+            mask = (out >= lo) & (out < hi)
+            n = int(mask.sum())
+        else:
+            lbv, low, counts = buckets
+            n = int(counts[lb - low]) if 0 <= lb - low < counts.size else 0
+            mask = lbv == lb if n >= MIN_SAMPLES_PER_BUCKET else None
+        if n < MIN_SAMPLES_PER_BUCKET and out.size > MIN_SAMPLES_PER_BUCKET:
             # Too few measured requests of this length: the nearest ones in log-length stand in (a short
             # request's TPOT averages over few steps and is noisier than a long one's).
-            dist = np.abs(np.log(np.maximum(cell.out, 1.0)) - np.log(np.sqrt(lo * hi)))
-            mask = np.zeros(cell.out.size, dtype=bool)
+            dist = np.abs(np.log(np.maximum(out, 1.0)) - np.log(np.sqrt(lo * hi)))
+            mask = np.zeros(out.size, dtype=bool)
             mask[np.argsort(dist, kind="stable")[:MIN_SAMPLES_PER_BUCKET]] = True
-        elif mask.sum() < MIN_SAMPLES_PER_BUCKET:
-            mask = np.ones(cell.out.size, dtype=bool)
-        got = (cell.ttft[mask], cell.tpot[mask])
+        elif n < MIN_SAMPLES_PER_BUCKET:
+            mask = np.ones(out.size, dtype=bool)
+        got = (mask, out)
         cache[key] = got
-    return got
+    return got[0]
+
+
+def _subset(cell: CellSamples, lb: int, cache: dict) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(TTFT, TPOT, their means) of the cell's samples for bucket ``lb``; ``cache`` may span many score calls
+    (one shard's candidates share cells: the reference is scored twice, schedules reuse static cells)."""
+    key = ("subset", id(cell), lb)
+    got = cache.get(key)
+    if got is None:
+        mask = _rows(cell.out, lb, cache)
+        tt, tp = cell.ttft[mask], cell.tpot[mask]
+        # np.mean is this sum over the size (called directly: no per-call checks); ``cell`` held: its id stays its own
+        got = (tt, tp, np.add.reduce(tt) / tt.size, np.add.reduce(tp) / tp.size, cell)
+        cache[key] = got
+    return got[:4]
 
 
 def _interp(c: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,16 +167,17 @@ def _solve_load(si: ShardInput, a_tg: np.ndarray, grid: np.ndarray) -> tuple[np.
 def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str, depth: int | list[int],
           workloads: list[str],
           dep, slo: tuple[float, float] | None, n_rep: int,
-          load: tuple[np.ndarray, np.ndarray] | None = None) -> Prediction:
+          load: tuple[np.ndarray, np.ndarray] | None = None, cache: dict | None = None) -> Prediction:
     """Predict one candidate on one shard. ``cells[w][g]``: the (filled) cell per store workload × grid.
 
     ``load`` (concurrency and saturation per time bucket) is the operating point every candidate is
     compared at; None solves it from this candidate's own latency (done once, for the reference config).
-    ``depth`` may be one depth per grid load (a depth schedule per batch size).
+    ``depth`` may be one depth per grid load (a depth schedule per batch size). ``cache``: the cells'
+    per-bucket samples, kept between calls on the same cells (see :func:`_subset`).
     """
     grid = np.asarray(si.grid, dtype=float)
     n_w, n_g, n_r = len(workloads), grid.size, si.n.size
-    cache: dict = {}
+    cache = {} if cache is None else cache
     L = si.out / np.maximum(si.n, 1e-12)
     inp = si.inp / np.maximum(si.n, 1e-12)
     # Context per workload (mean input + half the mean output over the shard): TPOT moves with how much
@@ -150,8 +192,7 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
     m_ttft, m_tpot = np.empty((len(pairs), n_g)), np.empty((len(pairs), n_g))
     for p, (w, lb) in enumerate(pairs):
         for g in range(n_g):
-            tt, tp = _subset(cells[w][g], lb, cache)
-            m_ttft[p, g], m_tpot[p, g] = tt.mean(), tp.mean()
+            m_ttft[p, g], m_tpot[p, g] = _subset(cells[w][g], lb, cache)[2:]
     s_t = np.empty((n_r, n_g))
     s_p = np.empty((n_r, n_g))
     for g in range(n_g):
@@ -199,7 +240,7 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
     values, weights, meeting = [], [], 0.0
     for k in np.flatnonzero(wsum > 0):
         p, g = int(k // n_g), int(k % n_g)
-        tt, tp = _subset(cells[pairs[p][0]][g], pairs[p][1], cache)
+        tt, tp = _subset(cells[pairs[p][0]][g], pairs[p][1], cache)[:2]
         e2e = tt * st[k] + lbar[k] * tp * sp[k]
         values.append(e2e)
         weights.append(np.full(e2e.size, wsum[k] / e2e.size))

@@ -5,8 +5,11 @@ Owns the per-request expressions of the streaming path. For the formats whose ro
 ``pl.LazyFrame`` that reads only the needed columns and computes, per request, the very values
 :mod:`ingest.traces.normalise` would (same checks, same casts, timestamps parsed once with the file's
 known layout by :func:`ingest.traces.timeparse.fast_datetime_expr`) plus a ``bad`` flag that is true
-where any of those checks fails. Nothing is collected here: the caller aggregates the frame in the
-streaming engine (analysis.rescore.reduce), so memory follows the aggregates, not the requests.
+where any of those checks fails. Labels (workload, shard) are the exception: they stay raw text per
+request and are trimmed, checked and lower-cased once per distinct value after grouping
+(:func:`finish_labels`), the same rules on far fewer values. Nothing is collected here: the caller
+aggregates the frame in the streaming engine (analysis.rescore.reduce), so memory follows the aggregates,
+not the requests.
 
 The flag only has to be *safe*: when any row is flagged, the caller reads the file again with the exact
 reader (:func:`ingest.traces.read_trace`), which names the file, the line and the problem — so every
@@ -38,19 +41,22 @@ FIXED = {  # format -> (columns, timestamp unit); both required by the format
     "burstgpt": ({"timestamp": "Timestamp", "input_tokens": "Request tokens", "output_tokens": "Response tokens",
                   "shard": "Model"}, "s"),
 }
+COUNT_FIELDS = frozenset({"input_tokens", "output_tokens", "drafted_tokens", "accepted_tokens"})
 COLUMNS = ("ts", "input_tokens", "output_tokens", "workload", "shard", "drafted_tokens", "accepted_tokens",
            "ts_missing", "bad")
 
 
 @dataclass(frozen=True, slots=True)
 class LazyTrace:
-    """One file as a lazy query: ``frame`` has :data:`COLUMNS` (``ts``: raw epoch-ish seconds, not rebased)."""
+    """One file as a lazy query: ``frame`` has :data:`COLUMNS` (``ts``: raw epoch-ish seconds, not rebased;
+    ``workload`` and ``shard``: the raw text, for :func:`finish_labels` after grouping)."""
 
     frame: pl.LazyFrame
     format: str
     timestamp_required: bool
     has_timestamp_column: bool
     text_datetime: bool = False  # timestamps are date-time text (the general parser may accept more rows)
+    workload: str | None = None  # fills unlabelled requests (finish_labels)
 
 
 # Each check runs in two steps so that no value is parsed twice: ``first`` computes the parsed columns
@@ -77,6 +83,10 @@ def _missing_and_number(fld: str, dtype: pl.DataType, whole: bool = False) -> di
 
 def _count(fld: str, dtype: pl.DataType, *, required: bool, limit: int) -> Step:
     """(Int64 value, bad) as ingest.traces.checks.check_counts decides."""
+    if dtype.is_integer():  # whole and finite already: only the range to check, no float round trip
+        c = pl.col(fld)
+        bad = (c.is_null() & required) | (c < 0) | (c > limit)
+        return {}, c.cast(pl.Int64), bad.fill_null(False)
     first = _missing_and_number(fld, dtype, whole=True)
     missing, num = pl.col(_parts(fld, "miss")), pl.col(_parts(fld, "num"))
     if dtype == pl.String:  # an Int64 already
@@ -87,18 +97,33 @@ def _count(fld: str, dtype: pl.DataType, *, required: bool, limit: int) -> Step:
     return first, num.cast(pl.Int64), bad.fill_null(False)
 
 
-def _label(fld: str, dtype: pl.DataType, *, lower: bool) -> Step:
-    """(label, bad) as checks.check_labels decides."""
+def _label(fld: str, dtype: pl.DataType) -> Step:
+    """(raw label text, bad): the label as read; trimming, the checks of checks.check_labels and lower-casing
+    run on the distinct values after grouping (:func:`finish_labels`), not on every request."""
     c = pl.col(fld)
     if dtype.is_numeric() or dtype == pl.Boolean or dtype == pl.Null:
         c = c.cast(pl.String)
     elif dtype != pl.String:
         return {}, pl.lit(None, pl.String), pl.lit(True)
-    text = c.str.strip_chars()
-    first = {_parts(fld, "text"): pl.when(text != "").then(text)}
-    text = pl.col(_parts(fld, "text"))
-    bad = (text.str.len_chars() > MAX_LABEL_CHARS) | text.str.contains(LABEL_FORBIDDEN)
-    return first, (text.str.to_lowercase() if lower else text), bad.fill_null(False)
+    return {}, c, pl.lit(False)
+
+
+def finish_labels(g: pl.DataFrame, workload: str | None) -> pl.DataFrame | None:
+    """Grouped rows with raw ``workload`` / ``shard`` text (every distinct value read is among them) as
+    :func:`ingest.traces.normalise` makes them: trimmed, empty → null, workload lower-cased and filled with
+    ``workload``; None when a value fails checks.check_labels (the exact reader then names its line)."""
+    out = {}
+    for fld in ("workload", "shard"):
+        text = pl.col(fld).str.strip_chars()
+        text = pl.when(text != "").then(text)
+        bad = g.select(((text.str.len_chars() > MAX_LABEL_CHARS) | text.str.contains(LABEL_FORBIDDEN))
+                       .fill_null(False).any()).item()
+        if bad:
+            return None
+        out[fld] = text.str.to_lowercase() if fld == "workload" else text
+    if workload is not None:
+        out["workload"] = out["workload"].fill_null(pl.lit(workload.strip().lower()))
+    return g.with_columns(**out)
 
 
 def _timestamp(fld: str, dtype: pl.DataType, unit: str, sample: str | None, general: bool
@@ -192,8 +217,12 @@ def _csv(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, w
     idx = _indices(header, wanted)
     if idx is None:
         return None
+    # Token counts are parsed as integers by the CSV reader itself (a plain integer, spaces before it allowed):
+    # a value it cannot parse ("12.0", "4 ") fails the pass, and the exact reader, which accepts those, decides.
+    counts = {i for fld, i in idx.items() if fld in COUNT_FIELDS}
+    dtypes = [pl.Int64() if i in counts else pl.String() for i in range(len(header.names))]
     lf = pl.scan_csv(io.BytesIO(data) if data is not None else src.data_path, infer_schema=False, has_header=True,
-                     glob=False, quote_char='"')
+                     glob=False, quote_char='"', schema_overrides=dtypes)
     picks = [pl.nth(i).alias(fld) for fld, i in idx.items()]
     first = None
     if 0 not in idx.values():
@@ -204,10 +233,12 @@ def _csv(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, w
     first = first or fields[0]
     rest = [f for f in fields if f != first]
     # A blank line is a row of nulls (whitespace in the first field): dropped, as csvread drops it.
-    blank = pl.all_horizontal([pl.col(c).is_null() for c in rest] or [pl.lit(True)]) & (
-        pl.col(first).str.strip_chars().fill_null("") == "")
+    # A count column reads spaces as null, so a count first field is blank when it is null.
+    first_blank = (pl.col(first).is_null() if first in COUNT_FIELDS
+                   else pl.col(first).str.strip_chars().fill_null("") == "")
+    blank = pl.all_horizontal([pl.col(c).is_null() for c in rest] or [pl.lit(True)]) & first_blank
     lf = lf.filter(~blank)
-    schema = {f: pl.String() for f in fields}
+    schema = {f: pl.Int64() if f in COUNT_FIELDS else pl.String() for f in fields}
     return _finish(lf, schema, kind, unit, required_ts, limits, workload, general)
 
 
@@ -277,11 +308,9 @@ def _finish(lf: pl.LazyFrame, types: dict[str, pl.DataType], kind: str, unit: st
         out["ts"] = pl.lit(None, pl.Float64)
     for fld in ("workload", "shard"):
         if fld in types:
-            add(fld, _label(fld, types[fld], lower=fld == "workload"))
+            add(fld, _label(fld, types[fld]))
         else:
             out[fld] = pl.lit(None, pl.String)
-    if workload is not None:
-        out["workload"] = out["workload"].fill_null(pl.lit(workload.strip().lower()))
     for fld in ("drafted_tokens", "accepted_tokens"):
         if fld in types:
             add(fld, _count(fld, types[fld], required=False, limit=limit * COUNTER_LIMIT_FACTOR))
@@ -292,4 +321,4 @@ def _finish(lf: pl.LazyFrame, types: dict[str, pl.DataType], kind: str, unit: st
     # checked on the parsed counters, as normalise does
     frame = frame.with_columns(pl.col("bad") | (pl.col("accepted_tokens") > pl.col("drafted_tokens")).fill_null(False))
     return LazyTrace(frame=frame.select(COLUMNS), format=kind, timestamp_required=required_ts,
-                     has_timestamp_column="timestamp" in types, text_datetime=sample is not None)
+                     has_timestamp_column="timestamp" in types, text_datetime=sample is not None, workload=workload)

@@ -116,6 +116,52 @@ def test_parquet_datetime_date_and_categorical_columns(tmp_path: Path) -> None:
     check_same(tmp_path / "date.parquet")
 
 
+LABEL_CASES = {  # labels are checked once per distinct value after grouping, counts by range for integer columns
+    "trimmed_and_cased": ([" Code ", "code", "CHAT", "  ", None], [5, 6, 7, 8, 9]),
+    "bidi_on_a_kept_row": (["code", "chat\u202e", "code", "chat", "code"], [5, 6, 7, 8, 9]),
+    "control_on_a_dropped_row": (["code", "chat", "co\x1bde", "chat", "code"], [5, 6, 0, 8, 9]),
+    "long_label": (["code", "x" * 257, "code", "chat", "code"], [5, 6, 7, 8, 9]),
+    "negative_count": (["code", "chat", "code", "chat", "code"], [5, -6, 7, 8, 9]),
+    "count_over_the_cap": (["code", "chat", "code", "chat", "code"], [5, 6, 7, 10_000_001, 9]),
+    "missing_count": (["code", "chat", "code", "chat", "code"], [5, None, 7, 8, 9]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LABEL_CASES))
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_labels_and_integer_counts_as_the_exact_reader_decides(tmp_path: Path, name: str, fmt: str) -> None:
+    workloads, outputs = LABEL_CASES[name]
+    frame = pl.DataFrame({"timestamp": [1.5, 2.5, 3.5, 4.5, 5.5], "input_tokens": [10, 11, 12, 13, 14],
+                          "output_tokens": pl.Series(outputs, dtype=pl.Int64), "workload": workloads,
+                          "tenant": pl.Series([1, 2, 1, None, 2], dtype=pl.Int32)})
+    path = tmp_path / f"{name}.{fmt}"
+    frame.write_parquet(path) if fmt == "parquet" else frame.write_csv(path)
+    mapping = TraceMapping(input_tokens="input_tokens", output_tokens="output_tokens", timestamp="timestamp",
+                           timestamp_unit="s", workload="workload", shard="tenant")
+    for spec in (ReadSpec(mapping=mapping), ReadSpec(mapping=mapping, workload="Reasoning")):
+        check_same(path, spec)
+
+
+def test_a_parquet_file_read_a_slice_of_row_groups_at_a_time_gives_the_same_buckets(tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    # arrivals out of order across slices (the running maximum is carried over), a dropped row, two workloads
+    frame = pl.DataFrame({"timestamp": [1.0, 5.0, 2.0, 3.0, 9.0, 4.0, 8.5, 10.0, 9.5],
+                          "input_tokens": [5, 6, 7, 8, 9, 10, 11, 12, 13],
+                          "output_tokens": [1, 2, 0, 4, 5, 6, 7, 8, 9],
+                          "workload": ["code", "chat", "code", " Chat", "code", None, "chat", "code", "chat"]})
+    path = tmp_path / "groups.parquet"
+    frame.write_parquet(path, row_group_size=2)
+    mapping = TraceMapping(input_tokens="input_tokens", output_tokens="output_tokens", timestamp="timestamp",
+                           timestamp_unit="s", workload="workload")
+    whole = read_buckets(str(path), [path], ReadSpec(mapping=mapping))
+    monkeypatch.setattr(reduce, "SLICE_ROWS", 3)  # two row groups (4 rows) a slice: 3 slices
+    assert reduce._slices(path) == [(0, 4), (4, 4), (8, 1)]
+    sliced = read_buckets(str(path), [path], ReadSpec(mapping=mapping))
+    assert_same_buckets(sliced.buckets, whole.buckets)
+    assert sliced.meta == whole.meta and sliced.meta["warnings"]  # the late arrivals are counted across slices
+    check_same(path, ReadSpec(mapping=mapping))
+
+
 @pytest.mark.parametrize("case", [c for c in tomllib.loads((CORPUS / "MANIFEST.toml").read_text())["case"]
                                   # a few are built by the corpus test; .gz goes straight to the exact reader
                                   if (CORPUS / c["file"]).is_file() and not c["file"].endswith(".gz")],
