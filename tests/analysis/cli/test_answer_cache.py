@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
-import pytest
 
 from analysis.cli import answer_cache
 from tests.conftest import REPO, cli
@@ -18,18 +16,6 @@ from tests.conftest import REPO, cli
 PROBE = ("import sys\nfrom analysis.__main__ import main\ncode = main(sys.argv[1:])\n"
          "heavy = sorted(m for m in ('duckdb', 'polars', 'numpy') if m in sys.modules)\n"
          "print('HEAVY=' + ','.join(heavy), file=sys.stderr)\nraise SystemExit(code)\n")
-
-
-@pytest.fixture
-def store_copy(default_db: Path, tmp_path: Path) -> Path:
-    path = tmp_path / "store.duckdb"
-    shutil.copy(default_db, path)
-    return path
-
-
-@pytest.fixture
-def cache_env(tmp_path: Path) -> dict[str, str]:
-    return {"SPECTUNE_CACHE": "on", "SPECTUNE_CACHE_DIR": str(tmp_path / "answers")}
 
 
 def _probe(db: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:

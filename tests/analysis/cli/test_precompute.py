@@ -5,10 +5,7 @@ copy, the real ingest and runner CLIs as subprocesses, and a fresh interpreter t
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-
-import pytest
 
 from tests.analysis.cli.test_answer_cache import _heavy, _probe
 from tests.conftest import REPO, cli
@@ -26,18 +23,6 @@ model = "google/gemma-4-31B-it"
 [load]
 concurrency = [1]
 """
-
-
-@pytest.fixture
-def store_copy(default_db: Path, tmp_path: Path) -> Path:
-    path = tmp_path / "store.duckdb"
-    shutil.copy(default_db, path)
-    return path
-
-
-@pytest.fixture
-def cache_env(tmp_path: Path) -> dict[str, str]:
-    return {"SPECTUNE_CACHE": "on", "SPECTUNE_CACHE_DIR": str(tmp_path / "answers")}
 
 
 def _answers(env: dict[str, str]) -> list[Path]:
