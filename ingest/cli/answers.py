@@ -15,7 +15,6 @@ failure or a timeout changes nothing (the next call computes its answer as witho
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -36,6 +35,8 @@ def precompute(db: Path | None) -> bool:
     """Compute and keep the first answers for the store just written; True when the child finished with exit 0."""
     if not enabled():
         return False
+    import subprocess  # here, not at the top: the answer cache's replay imports this module for enabled()
+
     try:
         done = subprocess.run(precompute_argv(db), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, timeout=TIMEOUT_S, check=False)
