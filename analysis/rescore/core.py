@@ -29,7 +29,7 @@ from analysis.rescore import shard as shard_keys
 from analysis.rescore import workload as workload_source
 from analysis.rescore.config import Choice, needs_draft_model, scheduled, speculative_config, vllm_args
 from analysis.rescore.matrix import CellSamples, Matrix, load_matrices
-from analysis.rescore.score import Prediction, ShardInput, collapse, score
+from analysis.rescore.score import Prediction, ScoreCache, ShardInput, collapse, prime, score
 from analysis.rescore.trace import TraceBuckets, bucketize
 from analysis.schedule import SCHEDULE_MARGIN_PCT, depth_at, ranges
 from analysis.winners import decide, interval
@@ -103,20 +103,29 @@ def _shard_input(b: TraceBuckets, shard: str, mapping: dict[str, dict[int, float
                       n_t=n_t, rate=rate, fixed_c=fixed, grid=grid)
 
 
-def _candidate_cells(m: Matrix, choice: Choice, si: ShardInput, store: list[str], factors: dict[str, float]
-                     ) -> list[list[CellSamples | None]] | None:
-    """cells[w][g] for the workloads the shard needs (None elsewhere); None when one cannot be filled."""
-    needed = set(si.wi.tolist())
+def _candidate_cells(m: Matrix, choice: Choice, si: ShardInput, store: list[str], factors: dict[str, float],
+                     filled: dict) -> list[list[CellSamples | None]] | None:
+    """cells[w][g] for the workloads the shard needs (None elsewhere); None when one cannot be filled.
+
+    ``filled``: the family × GPU's cells by (method, depth, workload, concurrency), made once and the same
+    objects for every shard (so their per-bucket tables are built once, analysis.rescore.score)."""
+    needed = set(np.unique(si.wi).tolist())
     cells: list[list[CellSamples | None]] = []
     for w, wl in enumerate(store):
         per_g: list[CellSamples | None] = []
         for c in si.grid:
             depth = depth_at(choice.schedule, c) if choice.schedule else choice.depth
-            cell = fill.fill(m, choice.method, depth, wl, c) if w in needed else None
-            if cell is None and w in needed:
-                return None
-            if cell is not None and wl in factors:
-                cell = fill.adjust_acceptance(cell, m.family, factors[wl])
+            cell = None
+            if w in needed:
+                key = (choice.method, depth, wl, c)
+                if key not in filled:
+                    cell = fill.fill(m, choice.method, depth, wl, c)
+                    if cell is not None and wl in factors:
+                        cell = fill.adjust_acceptance(cell, m.family, factors[wl])
+                    filled[key] = cell
+                cell = filled[key]
+                if cell is None:
+                    return None
             per_g.append(cell)
         cells.append(per_g)
     return cells
@@ -127,7 +136,7 @@ def shard_schedules(m: Matrix, si: ShardInput, store: list[str]) -> list[Choice]
     depth with the most output tokens per request-second over the shard's workload mix (Σ out / Σ e2e of
     the cells' requests), as inclusive batch ranges (analysis.schedule.ranges). Only schedules that use more
     than one depth are candidates; the winner rule then picks between them and the static depths."""
-    weights = {w: float(si.n[si.wi == w].sum()) for w in set(si.wi.tolist())}
+    weights = {w: float(si.n[si.wi == w].sum()) for w in np.unique(si.wi).tolist()}
     out = []
     for method in sorted({k[0] for k in m.cells if k[0] != "none"}):
         depths = sorted({k[1] for k in m.cells if k[0] == method})
@@ -157,15 +166,19 @@ def _expected(p: Prediction) -> dict:
 
 
 def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[str], opts: RescoreOptions,
-                 factors: dict[str, float]) -> tuple[list[Choice], list[Prediction], list[str], str | None]:
-    """Score every candidate at the operating point of the reference config (the default, else none)."""
+                 factors: dict[str, float], cache: ScoreCache, filled: dict
+                 ) -> tuple[list[Choice], list[Prediction], list[str], str | None]:
+    """Score every candidate at the operating point of the reference config (the default, else none).
+
+    ``cache`` and ``filled`` (see :func:`_candidate_cells`) are shared by the family × GPU's shards."""
     dep = fill.deployment(m.family, m.gpu)
     choices = [*choices, *shard_schedules(m, si, store)]
-    cells = {ch: _candidate_cells(m, ch, si, store, factors) for ch in choices}
+    cells = {ch: _candidate_cells(m, ch, si, store, factors, filled) for ch in choices}
+    prime(cache, (c for per_ch in cells.values() if per_ch for per_w in per_ch for c in per_w), int(si.lb.max()) + 1)
     ref = next((ch for ch in (opts.default, Choice("none", 0), *choices) if cells.get(ch) is not None), None)
     if ref is None:
         return [], [], [ch.label for ch in choices], None
-    kw = {"workloads": store, "dep": dep, "slo": opts.slo, "n_rep": m.replicates, "cache": {}}
+    kw = {"workloads": store, "dep": dep, "slo": opts.slo, "n_rep": m.replicates, "cache": cache}
     si, load = collapse(si, score(cells[ref], si, method=ref.method, depth=ref.depth, **kw).load)
     scored, preds, unscored = [], [], []
     for ch in choices:
@@ -214,12 +227,13 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
             warnings += [w for w in drift.warnings if w not in warnings]
         choices = sorted({Choice(mm, d) for mm, d in m.choices()} | {opts.default})
         st_default = st_best = 0.0
+        cache, filled = ScoreCache(), {}
         for shard in b.shards:
             si = _shard_input(b, shard, mapping, m, store, opts)
             if si is None:
                 warnings.append(f"{family}/{gpu}: shard {shard!r} has no measured load level for its workloads")
                 continue
-            scored, preds, unscored, ref = _score_shard(m, si, choices, store, opts, factors)
+            scored, preds, unscored, ref = _score_shard(m, si, choices, store, opts, factors, cache, filled)
             if not preds:
                 warnings.append(f"{family}/{gpu}: no candidate could be scored for shard {shard!r} "
                                 f"(unscored: {', '.join(unscored)})")

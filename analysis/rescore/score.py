@@ -26,6 +26,7 @@ requests in Python:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,64 +71,236 @@ class Prediction:
     load: tuple[np.ndarray, np.ndarray] | None = None  # concurrency and saturation per time bucket
 
 
-def _bucket_of(out: np.ndarray, cache: dict) -> tuple[np.ndarray, int, np.ndarray] | None:
-    """(bucket per sample, lowest bucket, samples per bucket) of a cell's output lengths, computed once per
-    array; None unless every sample lies in its bucket's bounds exactly as :func:`bucket_bounds` draws them
-    (the buckets do not overlap, so then ``bucket == lb`` selects exactly ``lo <= out < hi``)."""
-    key = ("buckets", id(out))
-    if key not in cache:
-        got = None
-        if out.size and bool(np.isfinite(out).all()):
-            lbv = np.floor(np.log2(np.maximum(out, 1.0)) * 2).astype(np.int64)
-            low = int(lbv.min())
-            bounds = [bucket_bounds(lb) for lb in range(low, int(lbv.max()) + 1)]
-            lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
-            if bool(((out >= lo[lbv - low]) & (out < hi[lbv - low])).all()):
-                got = (lbv, low, np.bincount(lbv - low))
-        cache[key] = (got, out)  # ``out`` held so that its id is not reused while the cache lives
-    return cache[key][0]
+_BOUNDS = np.array([bucket_bounds(lb) for lb in range(64)])  # every bucket of an int32 length
 
 
-def _rows(out: np.ndarray, lb: int, cache: dict) -> np.ndarray:
-    """Which of a cell's samples stand for output-length bucket ``lb``: shared by every cell with these
-    samples' lengths (a model-filled cell keeps its source's ``out``)."""
-    key = ("rows", id(out), lb)
-    got = cache.get(key)
-    if got is None:
-        lo, hi = bucket_bounds(lb)
-        buckets = _bucket_of(out, cache)
-        if buckets is None:
-            mask = (out >= lo) & (out < hi)
-            n = int(mask.sum())
-        else:
-            lbv, low, counts = buckets
-            n = int(counts[lb - low]) if 0 <= lb - low < counts.size else 0
-            mask = lbv == lb if n >= MIN_SAMPLES_PER_BUCKET else None
-        if n < MIN_SAMPLES_PER_BUCKET and out.size > MIN_SAMPLES_PER_BUCKET:
-            # Too few measured requests of this length: the nearest ones in log-length stand in (a short
-            # request's TPOT averages over few steps and is noisier than a long one's).
-            dist = np.abs(np.log(np.maximum(out, 1.0)) - np.log(np.sqrt(lo * hi)))
-            mask = np.zeros(out.size, dtype=bool)
-            mask[np.argsort(dist, kind="stable")[:MIN_SAMPLES_PER_BUCKET]] = True
-        elif n < MIN_SAMPLES_PER_BUCKET:
-            mask = np.ones(out.size, dtype=bool)
-        got = (mask, out)
-        cache[key] = got
+@dataclass(slots=True)
+class _Selection:
+    """Which samples of one output-length array stand for each length bucket ``0 .. lbs - 1``: the indices of
+    bucket ``lb`` are ``idx[starts[lb]:starts[lb] + counts[lb]]``, in ascending sample order (every count ≥ 1)."""
+
+    idx: np.ndarray
+    starts: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def lbs(self) -> int:
+        return self.counts.size
+
+
+def _select(outs: np.ndarray, lbs: int) -> list[_Selection]:
+    """For each row of ``outs`` (cells' output lengths, all of one size) and every bucket ``lb < lbs`` at once:
+    the cell's samples of that length when there are at least ``MIN_SAMPLES_PER_BUCKET``, else its
+    ``MIN_SAMPLES_PER_BUCKET`` nearest in log-length (a short request's TPOT averages over few steps and is
+    noisier than a long one's; ties to the earlier sample), else all."""
+    k = MIN_SAMPLES_PER_BUCKET
+    lo, hi = _BOUNDS[:lbs, 0], _BOUNDS[:lbs, 1]
+    o = outs[:, None, :]
+    mask = (o >= lo[None, :, None]) & (o < hi[None, :, None])  # cell × bucket × sample
+    few = mask.sum(axis=2) < k
+    if outs.shape[1] > k and few.any():
+        fc, fb = np.nonzero(few)
+        dist = np.abs(np.log(np.maximum(outs, 1.0))[fc] - np.log(np.sqrt(lo[fb] * hi[fb]))[:, None])
+        # The k nearest with ties to the earlier sample (a stable sort's first k), without sorting: all
+        # closer than the k-th distance, then the earliest of those at exactly that distance.
+        kth = np.partition(dist, k - 1, axis=1)[:, k - 1:k]
+        closer, at = dist < kth, dist == kth
+        room = k - closer.sum(axis=1, keepdims=True)
+        mask[fc, fb] = closer | (at & (np.cumsum(at, axis=1) <= room))
+    elif few.any():
+        mask[few] = True
+    counts = mask.sum(axis=2)
+    idx = np.nonzero(mask)[2]  # cell-major, then bucket, then sample: each cell's buckets end to end
+    ends = np.cumsum(counts.sum(axis=1))
+    return [_Selection(idx=idx[e - int(c.sum()):e], starts=np.cumsum(c) - c, counts=c)
+            for c, e in zip(counts, ends.tolist(), strict=True)]
+
+
+@dataclass(slots=True)
+class ScoreCache:
+    """What score calls on the same cells share: one per family × GPU (its shards and candidates; the
+    reference is scored twice, schedules reuse static cells). ``selections`` per output-length array (cells
+    filled from one measured cell share its ``out``), ``tables`` per cell object."""
+
+    selections: dict[int, tuple[_Selection, np.ndarray]] = field(default_factory=dict)
+    tables: dict[int, tuple[_Table, CellSamples]] = field(default_factory=dict)
+    mean_out: dict[int, tuple[float, np.ndarray]] = field(default_factory=dict)
+    steps: dict[tuple, tuple[float, float]] = field(default_factory=dict)  # the cost model's step lines
+    # The last shard input and operating point seen (a shard's candidates are scored one after the other;
+    # one slot each keeps memory at one shard's rows).
+    shard: tuple[_Shard, ShardInput] | None = None
+    load: tuple[_AtLoad, ShardInput, np.ndarray] | None = None
+
+
+def _covering(lbs: int) -> int:
+    return -(-lbs // 8) * 8  # in steps of 8: a later shard rarely needs more
+
+
+def prime(cache: ScoreCache, cells: Iterable[CellSamples | None], lbs: int,
+          max_elements: int = 2_000_000) -> None:
+    """Compute the selections of many cells at once (one array operation per group of equally many samples,
+    at most ``max_elements`` cell × bucket × sample at a time): a shard's candidates, before scoring them."""
+    lbs = _covering(lbs)
+    todo: dict[int, np.ndarray] = {}
+    for cell in cells:
+        if cell is not None and id(cell.out) not in todo:
+            got = cache.selections.get(id(cell.out))
+            if got is None or got[0].lbs < lbs:
+                todo[id(cell.out)] = cell.out
+    by_size: dict[int, list[np.ndarray]] = {}
+    for out in todo.values():
+        by_size.setdefault(out.size, []).append(out)
+    for size, outs in by_size.items():
+        step = max(1, max_elements // max(1, lbs * size))
+        for i in range(0, len(outs), step):
+            chunk = outs[i:i + step]
+            for out, sel in zip(chunk, _select(np.stack(chunk), lbs), strict=True):
+                cache.selections[id(out)] = (sel, out)  # ``out`` held: its id stays its own
+
+
+def _selection(out: np.ndarray, lbs: int, cache: ScoreCache) -> _Selection:
+    """:func:`_select` of ``out`` covering at least ``lbs`` buckets, computed once per array (cells filled from
+    one measured cell share its ``out``)."""
+    got = cache.selections.get(id(out))
+    if got is None or got[0].lbs < lbs:
+        got = (_select(out[None, :], _covering(max(lbs, got[0].lbs if got else 0)))[0], out)
+        cache.selections[id(out)] = got
     return got[0]
 
 
-def _subset(cell: CellSamples, lb: int, cache: dict) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """(TTFT, TPOT, their means) of the cell's samples for bucket ``lb``; ``cache`` may span many score calls
-    (one shard's candidates share cells: the reference is scored twice, schedules reuse static cells)."""
-    key = ("subset", id(cell), lb)
-    got = cache.get(key)
+@dataclass(slots=True)
+class _Table:
+    """A cell's samples regrouped by length bucket (see :class:`_Selection`), with each bucket's means."""
+
+    ttft: np.ndarray  # ttft[sel.idx]
+    tpot: np.ndarray
+    sel: _Selection
+    m_ttft: np.ndarray  # per bucket
+    m_tpot: np.ndarray
+
+
+def _table(cell: CellSamples, lbs: int, cache: ScoreCache) -> _Table:
+    """The cell's :class:`_Table`, kept in ``cache`` across score calls."""
+    got = cache.tables.get(id(cell))
+    if got is None or got[0].sel.lbs < lbs:
+        sel = _selection(cell.out, lbs, cache)
+        tt, tp = cell.ttft[sel.idx], cell.tpot[sel.idx]
+        m_tt, m_tp = np.add.reduceat(tt, sel.starts) / sel.counts, np.add.reduceat(tp, sel.starts) / sel.counts
+        got = (_Table(tt, tp, sel, m_tt, m_tp), cell)  # ``cell`` held: its id stays its own
+        cache.tables[id(cell)] = got
+    return got[0]
+
+
+@dataclass(slots=True)
+class _Shard:
+    """What scoring needs of a shard whatever the candidate: per-row lengths, (workload, length bucket)
+    pairs, each workload's rows and context."""
+
+    lm1: np.ndarray  # mean output tokens per row less the first: max(L - 1, 0)
+    inp: np.ndarray  # mean input tokens per row
+    pair_of_row: np.ndarray
+    pair_w: np.ndarray
+    pair_lb: np.ndarray
+    lbs: int  # buckets 0 .. lbs - 1 cover every pair
+    pairs_of: dict[int, np.ndarray]  # workload -> its pairs
+    rows_of: dict[int, np.ndarray]  # workload -> its rows (mask), for workloads with rows
+    ctx_w: dict[int, float]
+
+
+def _shard(si: ShardInput, n_w: int, cache: ScoreCache) -> _Shard:
+    got = cache.shard
+    if got is None or got[1] is not si:
+        L = si.out / np.maximum(si.n, 1e-12)
+        codes, pair_of_row = np.unique(si.wi * 256 + si.lb, return_inverse=True)  # lb < 64 for any int32 length
+        pair_w, pair_lb = codes // 256, codes % 256
+        rows_of = {w: m for w in range(n_w) if (m := si.wi == w).any()}
+        # Context per workload (mean input + half the mean output over the shard): TPOT moves with how much
+        # longer this trace's contexts are than the cell's on average; the per-request spread is already in
+        # the cell's samples, so scaling each row by its own context would count it twice.
+        ctx_w = {w: float((si.inp[si.wi == w].sum() + si.out[si.wi == w].sum() / 2) / max(si.n[si.wi == w].sum(),
+                                                                                          1e-12))
+                 for w in range(n_w)}
+        got = (_Shard(lm1=np.maximum(L - 1, 0), inp=si.inp / np.maximum(si.n, 1e-12),
+                      pair_of_row=pair_of_row.reshape(-1), pair_w=pair_w, pair_lb=pair_lb,
+                      lbs=int(pair_lb.max()) + 1,
+                      pairs_of={w: np.flatnonzero(pair_w == w) for w in np.unique(pair_w).tolist()},
+                      rows_of=rows_of, ctx_w=ctx_w), si)
+        cache.shard = got
+    return got[0]
+
+
+@dataclass(slots=True)
+class _AtLoad:
+    """What scoring needs of a shard at an operating point whatever the candidate: each row's neighbouring
+    grid loads and weight, and its components (row, lower g) and (row, upper g) grouped by (pair, g)."""
+
+    rows: np.ndarray
+    i_r: np.ndarray
+    j_r: np.ndarray
+    w_r: np.ndarray
+    c_r: np.ndarray
+    keep: np.ndarray  # components with weight
+    comp_w: np.ndarray
+    comp_row: np.ndarray
+    comp_g: np.ndarray
+    key: np.ndarray  # (pair, g) of each component
+    n_keys: int
+    wsum: np.ndarray  # requests per (pair, g)
+    safe: np.ndarray
+    lbar: np.ndarray  # mean output tokens less the first per (pair, g)
+    ks: np.ndarray  # (pair, g) groups with requests, and their pair and g
+    kp: np.ndarray
+    kg: np.ndarray
+    cell_idx: np.ndarray  # (w, g) of each component
+    tokens: float
+    requests: float
+    mean_concurrency: float
+
+
+def _at_load(si: ShardInput, sh: _Shard, c_t: np.ndarray, grid: np.ndarray, cache: ScoreCache) -> _AtLoad:
+    got = cache.load
+    if got is not None and got[1] is si and got[2] is c_t:
+        return got[0]
+    n_g = grid.size
+    i_t, w_t = _interp(c_t, grid)
+    i_r, w_r, c_r = i_t[si.t], w_t[si.t], c_t[si.t]
+    rows = np.arange(si.n.size)
+    j_r = np.minimum(i_r + 1, n_g - 1)
+    comp_w = np.concatenate([si.n * (1 - w_r), si.n * w_r])
+    comp_pair = np.concatenate([sh.pair_of_row, sh.pair_of_row])
+    comp_g = np.concatenate([i_r, j_r])
+    comp_row = np.concatenate([rows, rows])
+    keep = comp_w > 0
+    comp_w, comp_pair, comp_g, comp_row = comp_w[keep], comp_pair[keep], comp_g[keep], comp_row[keep]
+    # Group components by (pair, g): rows in a group share samples; their L and scalings are averaged.
+    key = comp_pair * n_g + comp_g
+    n_keys = sh.pair_w.size * n_g
+    wsum = np.bincount(key, weights=comp_w, minlength=n_keys)
+    safe = np.where(wsum > 0, wsum, 1.0)
+    lbar = np.bincount(key, weights=comp_w * sh.lm1[comp_row], minlength=n_keys) / safe
+    ks = np.flatnonzero(wsum > 0)
+    requests = float(si.n.sum())
+    got = (_AtLoad(rows=rows, i_r=i_r, j_r=j_r, w_r=w_r, c_r=c_r, keep=keep, comp_w=comp_w, comp_row=comp_row,
+                   comp_g=comp_g, key=key, n_keys=n_keys, wsum=wsum, safe=safe, lbar=lbar, ks=ks, kp=ks // n_g,
+                   kg=ks % n_g, cell_idx=si.wi[comp_row] * n_g + comp_g, tokens=float(si.out.sum()),
+                   requests=requests, mean_concurrency=float((si.n * c_r).sum() / requests)), si, c_t)
+    cache.load = got
+    return got[0]
+
+
+def _mean_out(cell: CellSamples, cache: ScoreCache) -> float:
+    got = cache.mean_out.get(id(cell.out))
     if got is None:
-        mask = _rows(cell.out, lb, cache)
-        tt, tp = cell.ttft[mask], cell.tpot[mask]
-        # np.mean is this sum over the size (called directly: no per-call checks); ``cell`` held: its id stays its own
-        got = (tt, tp, np.add.reduce(tt) / tt.size, np.add.reduce(tp) / tp.size, cell)
-        cache[key] = got
-    return got[:4]
+        got = (float(np.mean(cell.out)), cell.out)
+        cache.mean_out[id(cell.out)] = got
+    return got[0]
+
+
+def _segments(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + c)`` for each (s, c)."""
+    total = int(counts.sum())
+    offs = np.cumsum(counts) - counts
+    return np.arange(total) - np.repeat(offs - starts, counts)
 
 
 def _interp(c: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -167,95 +340,92 @@ def _solve_load(si: ShardInput, a_tg: np.ndarray, grid: np.ndarray) -> tuple[np.
 def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str, depth: int | list[int],
           workloads: list[str],
           dep, slo: tuple[float, float] | None, n_rep: int,
-          load: tuple[np.ndarray, np.ndarray] | None = None, cache: dict | None = None) -> Prediction:
+          load: tuple[np.ndarray, np.ndarray] | None = None, cache: ScoreCache | None = None) -> Prediction:
     """Predict one candidate on one shard. ``cells[w][g]``: the (filled) cell per store workload × grid.
 
     ``load`` (concurrency and saturation per time bucket) is the operating point every candidate is
     compared at; None solves it from this candidate's own latency (done once, for the reference config).
     ``depth`` may be one depth per grid load (a depth schedule per batch size). ``cache``: the cells'
-    per-bucket samples, kept between calls on the same cells (see :func:`_subset`).
+    per-bucket samples, kept between calls on the same cells (see :func:`_table`).
     """
     grid = np.asarray(si.grid, dtype=float)
     n_w, n_g, n_r = len(workloads), grid.size, si.n.size
-    cache = {} if cache is None else cache
-    L = si.out / np.maximum(si.n, 1e-12)
-    inp = si.inp / np.maximum(si.n, 1e-12)
-    # Context per workload (mean input + half the mean output over the shard): TPOT moves with how much
-    # longer this trace's contexts are than the cell's on average; the per-request spread is already in
-    # the cell's samples, so scaling each row by its own context would count it twice.
-    ctx_w = {w: float((si.inp[si.wi == w].sum() + si.out[si.wi == w].sum() / 2) / max(si.n[si.wi == w].sum(), 1e-12))
-             for w in range(n_w)}
+    cache = ScoreCache() if cache is None else cache
+    sh = _shard(si, n_w, cache)
+    inp, pair_of_row, pair_w, pair_lb = sh.inp, sh.pair_of_row, sh.pair_w, sh.pair_lb
     p0, p1 = fill.prefill_line(dep)
-    codes, pair_of_row = np.unique(si.wi * 256 + si.lb, return_inverse=True)  # lb < 64 for any int32 length
-    pairs = [(int(c // 256), int(c % 256)) for c in codes]
-    # Per (pair, g): mean TTFT and TPOT of the samples; per (w, g): the cost-model scaling lines.
-    m_ttft, m_tpot = np.empty((len(pairs), n_g)), np.empty((len(pairs), n_g))
-    for p, (w, lb) in enumerate(pairs):
+    # Per (pair, g): mean TTFT and TPOT of the samples, from each cell's per-bucket table; per (w, g) below:
+    # the cost-model scaling lines.
+    m_ttft, m_tpot = np.empty((pair_w.size, n_g)), np.empty((pair_w.size, n_g))
+    tables: list[_Table] = []
+    table_of = np.full((n_w, n_g), -1)
+    for w, of_w in sh.pairs_of.items():
+        lb_w = pair_lb[of_w]
         for g in range(n_g):
-            m_ttft[p, g], m_tpot[p, g] = _subset(cells[w][g], lb, cache)[2:]
+            tab = _table(cells[w][g], sh.lbs, cache)
+            table_of[w, g] = len(tables)
+            tables.append(tab)
+            m_ttft[of_w, g], m_tpot[of_w, g] = tab.m_ttft[lb_w], tab.m_tpot[lb_w]
     s_t = np.empty((n_r, n_g))
     s_p = np.empty((n_r, n_g))
     for g in range(n_g):
-        for w in range(n_w):
-            rows = si.wi == w
+        for w, rows in sh.rows_of.items():
             cell = cells[w][g]
-            if cell is None or not rows.any():
+            if cell is None:
                 continue
-            t0, t1 = fill.step_line(method, workloads[w], depth[g] if isinstance(depth, list) else depth, dep,
-                                    grid[g])
+            k = depth[g] if isinstance(depth, list) else depth
+            step = (method, workloads[w], k, float(grid[g]))  # ``dep``: the family × GPU's, as the cache
+            if step not in cache.steps:
+                cache.steps[step] = fill.step_line(method, workloads[w], k, dep, grid[g])
+            t0, t1 = cache.steps[step]
             cell_in = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
-            cell_ctx = cell_in + float(np.mean(cell.out)) / 2
-            s_p[rows, g] = (t0 + t1 * ctx_w[w]) / (t0 + t1 * cell_ctx)
+            cell_ctx = cell_in + _mean_out(cell, cache) / 2
+            s_p[rows, g] = (t0 + t1 * sh.ctx_w[w]) / (t0 + t1 * cell_ctx)
             s_t[rows, g] = (p0 + p1 * inp[rows]) / (p0 + p1 * cell_in)
-    e2e_rg = m_ttft[pair_of_row] * s_t + np.maximum(L - 1, 0)[:, None] * m_tpot[pair_of_row] * s_p  # mean ms
+    e2e_rg = m_ttft[pair_of_row] * s_t + sh.lm1[:, None] * m_tpot[pair_of_row] * s_p  # mean ms
     n_t_buckets = si.n_t.size
     a_tg = np.zeros((n_t_buckets, n_g))
     for g in range(n_g):
         a_tg[:, g] = np.bincount(si.t, weights=si.n * e2e_rg[:, g], minlength=n_t_buckets)
     c_t, sat_t = _solve_load(si, a_tg, grid) if load is None else load
-    i_t, w_t = _interp(c_t, grid)
-    i_r, w_r, c_r = i_t[si.t], w_t[si.t], c_t[si.t]
-    rows = np.arange(n_r)
-    j_r = np.minimum(i_r + 1, n_g - 1)
+    at = _at_load(si, sh, c_t, grid, cache)
+    rows, i_r, j_r, w_r, comp_row, comp_g, key, n_keys = (at.rows, at.i_r, at.j_r, at.w_r, at.comp_row, at.comp_g,
+                                                           at.key, at.n_keys)
     e2e_r = (1 - w_r) * e2e_rg[rows, i_r] + w_r * e2e_rg[rows, j_r]
-    server_ms = si.n * e2e_r / c_r
-    tokens, requests = float(si.out.sum()), float(si.n.sum())
+    server_ms = si.n * e2e_r / at.c_r
+    tokens, requests = at.tokens, at.requests
     server_s = float(server_ms.sum()) / 1e3
     thr = tokens / server_s if server_s > 0 else float("nan")
-    # Component weights: (row, lower g) and (row, upper g); samples per (pair, g).
-    comp_w = np.concatenate([si.n * (1 - w_r), si.n * w_r])
-    comp_pair = np.concatenate([pair_of_row, pair_of_row])
-    comp_g = np.concatenate([i_r, j_r])
-    comp_row = np.concatenate([rows, rows])
-    keep = comp_w > 0
-    comp_w, comp_pair, comp_g, comp_row = comp_w[keep], comp_pair[keep], comp_g[keep], comp_row[keep]
-    # Group components by (pair, g): rows in a group share samples; their L and scalings are averaged.
-    key = comp_pair * n_g + comp_g
-    n_keys = len(pairs) * n_g
-    wsum = np.bincount(key, weights=comp_w, minlength=n_keys)
-    safe = np.where(wsum > 0, wsum, 1.0)
-    lbar = np.bincount(key, weights=comp_w * np.maximum(L[comp_row] - 1, 0), minlength=n_keys) / safe
+    comp_w, wsum, safe, lbar = at.comp_w, at.wsum, at.safe, at.lbar
     st = np.bincount(key, weights=comp_w * s_t[comp_row, comp_g], minlength=n_keys) / safe
     sp = np.bincount(key, weights=comp_w * s_p[comp_row, comp_g], minlength=n_keys) / safe
-    values, weights, meeting = [], [], 0.0
-    for k in np.flatnonzero(wsum > 0):
-        p, g = int(k // n_g), int(k % n_g)
-        tt, tp = _subset(cells[pairs[p][0]][g], pairs[p][1], cache)[:2]
-        e2e = tt * st[k] + lbar[k] * tp * sp[k]
-        values.append(e2e)
-        weights.append(np.full(e2e.size, wsum[k] / e2e.size))
-        if slo is not None:
-            meeting += wsum[k] * float(np.mean((tt * st[k] <= slo[0]) & (tp * sp[k] <= slo[1])))
-    vals, wts = np.concatenate(values), np.concatenate(weights)
+    # Every (pair, g) group's samples at once, in group order: the cells' tables end to end, each group a
+    # segment of them.
+    ks, kp, kg = at.ks, at.kp, at.kg
+    sizes = np.array([t.ttft.size for t in tables])
+    n_lbs = np.array([t.sel.lbs for t in tables])
+    ti = table_of[pair_w[kp], kg]
+    j = (np.cumsum(n_lbs) - n_lbs)[ti] + pair_lb[kp]
+    seg_n = np.concatenate([t.sel.counts for t in tables])[j]
+    seg_start = (np.cumsum(sizes) - sizes)[ti] + np.concatenate([t.sel.starts for t in tables])[j]
+    seg = _segments(seg_start, seg_n)
+    tt, tp = np.concatenate([t.ttft for t in tables])[seg], np.concatenate([t.tpot for t in tables])[seg]
+    st_e, lbar_e, sp_e = np.repeat(st[ks], seg_n), np.repeat(lbar[ks], seg_n), np.repeat(sp[ks], seg_n)
+    vals = tt * st_e + lbar_e * tp * sp_e
+    wts = np.repeat(wsum[ks] / seg_n, seg_n)
+    meeting = 0.0
+    if slo is not None:
+        ok = (tt * st_e <= slo[0]) & (tp * sp_e <= slo[1])
+        met = np.bincount(np.repeat(np.arange(ks.size), seg_n), weights=ok, minlength=ks.size)
+        meeting = sum((wsum[ks] * (met / seg_n)).tolist())  # summed in group order, as one at a time
     order = np.argsort(vals, kind="stable")
     cum = np.cumsum(wts[order])
     p99 = float(vals[order][np.searchsorted(cum, P99 * cum[-1])])
     goodput = meeting / server_s if slo is not None and server_s > 0 else None
     # Shares per cell (w, g) for replicate propagation and provenance.
-    cell_idx = si.wi[comp_row] * n_g + comp_g
-    st_share = np.bincount(cell_idx, weights=np.concatenate([server_ms * (1 - w_r), server_ms * w_r])[keep],
+    st_share = np.bincount(at.cell_idx, weights=np.concatenate([server_ms * (1 - w_r), server_ms * w_r])[at.keep],
                            minlength=n_w * n_g)
-    rq_share = np.bincount(cell_idx, weights=comp_w, minlength=n_w * n_g)
+    rq_share = np.bincount(at.cell_idx, weights=comp_w, minlength=n_w * n_g)
     flat = [cells[w][g] for w in range(n_w) for g in range(n_g)]
     thr_rep = np.full(n_rep, thr)
     p99_rep = np.full(n_rep, p99)
@@ -273,7 +443,7 @@ def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str,
         if rq_share[i] > 0:
             prov[cell.provenance] = prov.get(cell.provenance, 0.0) + float(rq_share[i]) / requests
     return Prediction(output_throughput=thr, p99_e2e_ms=p99, goodput=goodput, reps=reps,
-                      mean_concurrency=float((si.n * c_r).sum() / requests),
+                      mean_concurrency=at.mean_concurrency,
                       saturated_share=float(si.n_t[sat_t].sum() / requests), requests=requests, tokens=tokens,
                       server_s=server_s, provenance={k: round(v, 6) for k, v in sorted(prov.items())},
                       load=(c_t, sat_t))
