@@ -103,13 +103,12 @@ def _shard_input(b: TraceBuckets, shard: str, mapping: dict[str, dict[int, float
                       n_t=n_t, rate=rate, fixed_c=fixed, grid=grid)
 
 
-def _candidate_cells(m: Matrix, choice: Choice, si: ShardInput, store: list[str], factors: dict[str, float],
-                     filled: dict) -> list[list[CellSamples | None]] | None:
-    """cells[w][g] for the workloads the shard needs (None elsewhere); None when one cannot be filled.
+def _candidate_cells(m: Matrix, choice: Choice, si: ShardInput, needed: set[int], store: list[str],
+                     factors: dict[str, float], filled: dict) -> list[list[CellSamples | None]] | None:
+    """cells[w][g] for the workloads the shard needs (``needed``; None elsewhere); None when one cannot be filled.
 
     ``filled``: the family × GPU's cells by (method, depth, workload, concurrency), made once and the same
     objects for every shard (so their per-bucket tables are built once, analysis.rescore.score)."""
-    needed = set(np.unique(si.wi).tolist())
     cells: list[list[CellSamples | None]] = []
     for w, wl in enumerate(store):
         per_g: list[CellSamples | None] = []
@@ -173,7 +172,8 @@ def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[s
     ``cache`` and ``filled`` (see :func:`_candidate_cells`) are shared by the family × GPU's shards."""
     dep = fill.deployment(m.family, m.gpu)
     choices = [*choices, *shard_schedules(m, si, store)]
-    cells = {ch: _candidate_cells(m, ch, si, store, factors, filled) for ch in choices}
+    needed = set(np.unique(si.wi).tolist())
+    cells = {ch: _candidate_cells(m, ch, si, needed, store, factors, filled) for ch in choices}
     prime(cache, (c for per_ch in cells.values() if per_ch for per_w in per_ch for c in per_w), int(si.lb.max()) + 1)
     ref = next((ch for ch in (opts.default, Choice("none", 0), *choices) if cells.get(ch) is not None), None)
     if ref is None:
