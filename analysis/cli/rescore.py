@@ -127,6 +127,8 @@ def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
 
 
 def run(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
     from analysis.__main__ import _checked, _open
     from analysis.rescore import rescore
 
@@ -134,8 +136,12 @@ def run(args: argparse.Namespace) -> int:
     with _open(args) as con:
         dims = _checked(con, family=list(opts.families), gpu=list(opts.gpus))
         opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
-        frame, meta = load_input(args, con, opts.shard_by)
-        res = rescore(con, frame, opts, meta)
+        # The store's matrices load on their own cursor while the trace is read: both run in native code
+        # (DuckDB, polars) that releases the GIL, so the two overlap.
+        with ThreadPoolExecutor(1) as pool:
+            matrices = pool.submit(_load_matrices, con.cursor(), opts.families, opts.gpus)
+            frame, meta = load_input(args, con, opts.shard_by)
+            res = rescore(con, frame, opts, meta, matrices=matrices.result())
     if not res["recommendations"]:
         raise UsageError("nothing could be scored: the store has no cells for this trace's workloads and loads")
     if args.json:
@@ -143,6 +149,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print(res)
     return 0
+
+
+def _load_matrices(cursor, families: tuple[str, ...], gpus: tuple[str, ...]) -> dict:
+    from analysis.rescore.matrix import load_matrices
+
+    with cursor:
+        return load_matrices(cursor, families, gpus)
 
 
 def _print(res: dict) -> None:
