@@ -130,11 +130,18 @@ def _candidate_cells(m: Matrix, choice: Choice, si: ShardInput, needed: set[int]
     return cells
 
 
-def shard_schedules(m: Matrix, si: ShardInput, store: list[str]) -> list[Choice]:
+def _rate(cell: CellSamples) -> float:
+    """Output tokens per request-second of a cell's requests (Σ out / Σ e2e)."""
+    return float(cell.out.sum()) / float((cell.ttft + np.maximum(cell.out - 1, 0) * cell.tpot).sum())
+
+
+def shard_schedules(m: Matrix, si: ShardInput, store: list[str], rates: dict | None = None) -> list[Choice]:
     """Per method, the depth schedule per batch size for this shard: at each load of its grid, the measured
     depth with the most output tokens per request-second over the shard's workload mix (Σ out / Σ e2e of
     the cells' requests), as inclusive batch ranges (analysis.schedule.ranges). Only schedules that use more
-    than one depth are candidates; the winner rule then picks between them and the static depths."""
+    than one depth are candidates; the winner rule then picks between them and the static depths.
+    ``rates``: each cell's rate by key, kept across a family × GPU's shards."""
+    rates = {} if rates is None else rates
     weights = {w: float(si.n[si.wi == w].sum()) for w in np.unique(si.wi).tolist()}
     out = []
     for method in sorted({k[0] for k in m.cells if k[0] != "none"}):
@@ -143,12 +150,13 @@ def shard_schedules(m: Matrix, si: ShardInput, store: list[str]) -> list[Choice]
         for c in si.grid:
             speed = {}
             for d in depths:
-                cells = [m.cells.get((method, d, store[w], c)) for w in weights]
-                if any(cell is None for cell in cells):
+                keys = [(method, d, store[w], c) for w in weights]
+                if any(key not in m.cells for key in keys):
                     continue
-                speed[d] = sum(wt * float(cell.out.sum()) / float((cell.ttft + np.maximum(cell.out - 1, 0) * cell.tpot
-                                                                   ).sum())
-                               for wt, cell in zip(weights.values(), cells, strict=True))
+                for key in keys:
+                    if key not in rates:
+                        rates[key] = _rate(m.cells[key])
+                speed[d] = sum(wt * rates[key] for wt, key in zip(weights.values(), keys, strict=True))
             if not speed:
                 break
             best.append(max(speed, key=lambda d: (speed[d], -d)))
@@ -164,21 +172,32 @@ def _expected(p: Prediction) -> dict:
     return out
 
 
+@dataclass(slots=True)
+class FamilyMemo:
+    """What a family × GPU's shards share: the scorer's cache, the filled cells (:func:`_candidate_cells`) and
+    each measured cell's rate (:func:`shard_schedules`). All bounded by the store's cells, not the trace."""
+
+    scores: ScoreCache = field(default_factory=ScoreCache)
+    filled: dict = field(default_factory=dict)
+    rates: dict = field(default_factory=dict)
+
+
 def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[str], opts: RescoreOptions,
-                 factors: dict[str, float], cache: ScoreCache, filled: dict
+                 factors: dict[str, float], memo: FamilyMemo
                  ) -> tuple[list[Choice], list[Prediction], list[str], str | None]:
     """Score every candidate at the operating point of the reference config (the default, else none).
 
-    ``cache`` and ``filled`` (see :func:`_candidate_cells`) are shared by the family × GPU's shards."""
+    ``memo``: what the family × GPU's shards share."""
     dep = fill.deployment(m.family, m.gpu)
-    choices = [*choices, *shard_schedules(m, si, store)]
+    choices = [*choices, *shard_schedules(m, si, store, memo.rates)]
     needed = set(np.unique(si.wi).tolist())
-    cells = {ch: _candidate_cells(m, ch, si, needed, store, factors, filled) for ch in choices}
-    prime(cache, (c for per_ch in cells.values() if per_ch for per_w in per_ch for c in per_w), int(si.lb.max()) + 1)
+    cells = {ch: _candidate_cells(m, ch, si, needed, store, factors, memo.filled) for ch in choices}
+    prime(memo.scores, (c for per_ch in cells.values() if per_ch for per_w in per_ch for c in per_w),
+          int(si.lb.max()) + 1)
     ref = next((ch for ch in (opts.default, Choice("none", 0), *choices) if cells.get(ch) is not None), None)
     if ref is None:
         return [], [], [ch.label for ch in choices], None
-    kw = {"workloads": store, "dep": dep, "slo": opts.slo, "n_rep": m.replicates, "cache": cache}
+    kw = {"workloads": store, "dep": dep, "slo": opts.slo, "n_rep": m.replicates, "cache": memo.scores}
     si, load = collapse(si, score(cells[ref], si, method=ref.method, depth=ref.depth, **kw).load)
     scored, preds, unscored = [], [], []
     for ch in choices:
@@ -230,13 +249,13 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
             warnings += [w for w in drift.warnings if w not in warnings]
         choices = sorted({Choice(mm, d) for mm, d in m.choices()} | {opts.default})
         st_default = st_best = 0.0
-        cache, filled = ScoreCache(), {}
+        memo = FamilyMemo()
         for shard in b.shards:
             si = _shard_input(b, shard, mapping, m, store, opts)
             if si is None:
                 warnings.append(f"{family}/{gpu}: shard {shard!r} has no measured load level for its workloads")
                 continue
-            scored, preds, unscored, ref = _score_shard(m, si, choices, store, opts, factors, cache, filled)
+            scored, preds, unscored, ref = _score_shard(m, si, choices, store, opts, factors, memo)
             if not preds:
                 warnings.append(f"{family}/{gpu}: no candidate could be scored for shard {shard!r} "
                                 f"(unscored: {', '.join(unscored)})")
