@@ -131,7 +131,8 @@ SLICE_ROWS = 10_000_000  # a Parquet file is reduced this many rows (whole row g
 SUMMED = ("n", "out_sum", "in_sum", "c_n", "c_drafted", "c_accepted", "ts_missing", "late")
 
 
-def _stream_rows(lf: pl.LazyFrame, grid: Grid | None, slices: Sequence[tuple[int, int]] = ()) -> pl.DataFrame:
+def _stream_rows(lf: pl.LazyFrame, grid: Grid | None, slices: Sequence[tuple[int, int]] = (),
+                 labels: Sequence[str] = ("workload", "shard")) -> pl.DataFrame:
     """The one streaming pass over a file's requests (columns of ingest.traces.lazy.COLUMNS). Dropped and
     flagged rows keep their labels as read, so that every distinct label is in the result for
     ingest.traces.lazy.finish_labels to check.
@@ -140,21 +141,25 @@ def _stream_rows(lf: pl.LazyFrame, grid: Grid | None, slices: Sequence[tuple[int
     running maximum arrival carried over, and their groups are summed. Why: the time-order check is a running
     maximum, which the streaming engine computes in row order, so faster parallel reading upstream would
     queue ever more of a large file's row groups in memory (2.1 GB at 100 M rows in one query); a slice at a
-    time keeps it at one slice's worth."""
+    time keeps it at one slice's worth.
+
+    ``labels``: the label columns the file has; the others are all null and are not grouped by (hashing a
+    constant key costs ~0.2 s CPU per 10 M rows)."""
     if len(slices) > 1:
         parts, carry = [], None
         for offset, rows in slices:
-            g = _stream_rows_once(lf.slice(offset, rows), grid, carry)
+            g = _stream_rows_once(lf.slice(offset, rows), grid, carry, labels)
             parts.append(g)
             top = g.filter(pl.col("kind") == 0)["ts_max"].max()
             carry = top if carry is None or (top is not None and top > carry) else carry  # type: ignore[operator]
         c = pl.col
         return pl.concat(parts).group_by(["kind", *KEYS]).agg(
             *(c(k).sum() for k in SUMMED), c("ts_min").min(), c("ts_max").max(), c("back").max())
-    return _stream_rows_once(lf, grid, None)
+    return _stream_rows_once(lf, grid, None, labels)
 
 
-def _stream_rows_once(lf: pl.LazyFrame, grid: Grid | None, carry: float | None) -> pl.DataFrame:
+def _stream_rows_once(lf: pl.LazyFrame, grid: Grid | None, carry: float | None,
+                      labels: Sequence[str] = ("workload", "shard")) -> pl.DataFrame:
     c = pl.col
     kind = (pl.when(c("bad")).then(3).when(c("output_tokens") == 0).then(1).when(c("input_tokens") == 0).then(2)
             .otherwise(0).cast(pl.Int8))
@@ -169,7 +174,8 @@ def _stream_rows_once(lf: pl.LazyFrame, grid: Grid | None, carry: float | None) 
     lf = lf.with_columns((running - c("tsk")).alias("back"),
                          pl.when(kept).then(t).alias("t"),
                          pl.when(kept).then(length_bucket(c("output_tokens"))).alias("lb"))
-    return lf.group_by(["kind", *KEYS]).agg(
+    keys = [k for k in KEYS if k in labels or k not in ("shard", "workload")]
+    g = lf.group_by(["kind", *keys]).agg(
         pl.len().cast(pl.Int64).alias("n"), c("output_tokens").sum().alias("out_sum"),
         c("input_tokens").sum().alias("in_sum"), both.sum().cast(pl.Int64).alias("c_n"),
         pl.when(both).then(c("drafted_tokens")).sum().alias("c_drafted"),
@@ -178,6 +184,11 @@ def _stream_rows_once(lf: pl.LazyFrame, grid: Grid | None, carry: float | None) 
         c("ts_missing").sum().cast(pl.Int64).alias("ts_missing"), c("back").max().alias("back"),
         (c("back") > 0).sum().cast(pl.Int64).alias("late"),
     ).collect(engine="streaming")
+    absent = [k for k in KEYS if k not in keys]
+    if not absent:
+        return g
+    aggregates = g.columns[1 + len(keys):]
+    return g.with_columns(pl.lit(None, pl.String).alias(k) for k in absent).select("kind", *KEYS, *aggregates)
 
 
 def _tally(g: pl.DataFrame, *, has_ts_column: bool, required_ts: bool, limits: Limits
@@ -254,8 +265,8 @@ def reduce_file(path: str | Path, spec: ReadSpec, grid: Grid | None, name: str |
             if lt is None:
                 break
             try:
-                g = finish_labels(_stream_rows(lt.frame, grid, _slices(src.data_path) if kind == "parquet" else ()),
-                                  lt.workload)
+                g = finish_labels(_stream_rows(lt.frame, grid, _slices(src.data_path) if kind == "parquet" else (),
+                                               lt.labels), lt.workload)
             except pl.exceptions.PolarsError:  # e.g. a malformed CSV row: the exact reader names its line
                 break
             if g is None:  # a label the checks refuse: the exact reader names its line

@@ -60,7 +60,8 @@ def strict_datetime_expr(text: pl.Expr, sample: str) -> pl.Expr:
     sep = "T" if sample[10:11] == "T" else " "
     minute = (b.str.slice(0, 16)
               .str.to_datetime(f"%Y-%m-%d{sep}%H:%M", strict=False, cache=True, time_unit="us").dt.epoch("s"))
-    shape = b.str.contains(r"^\d{4}-\d\d-\d\d" + sep + r"\d\d:\d\d:[0-5]\d(?:\.\d{1,9})?$")
+    # (?-u): ASCII digits only (a Unicode digit fails the minute parse or the seconds cast anyway)
+    shape = b.str.contains(r"(?-u)^\d{4}-\d\d-\d\d" + sep + r"\d\d:\d\d:[0-5]\d(?:\.\d{1,9})?$")
     return pl.when(shape & minute.is_not_null()).then(minute.cast(pl.Float64)
                                                       + b.str.slice(17).cast(pl.Float64, strict=False))
 

@@ -91,6 +91,17 @@ def _odd_cases() -> dict[str, str | bytes]:
         "empty_times.csv": "timestamp,input_tokens,output_tokens\n,5,6\n,7,8\n",
         "one_row.csv": AZ + "\n" + ROWS[0] + "\n",
         "same_instant.csv": AZ + "\n" + ROWS[0] + "\n" + ROWS[0] + "\n",
+        # whitespace-only lines the pre-scan does not count (it looks for a newline then "\n", "\r", " ", "\t")
+        "form_feed_line.csv": AZ + "\n" + ROWS[0] + "\n\x0c\n" + "\n".join(ROWS[1:]) + "\n",
+        "no_break_space_line.csv": AZ + "\n" + ROWS[0] + "\n\u00a0\n" + "\n".join(ROWS[1:]) + "\n",
+        "empty_fields_line.csv": AZ + "\n" + ROWS[0] + "\n,,\n" + "\n".join(ROWS[1:]) + "\n",
+        # the first timestamp beyond the file's first 64 KiB (the head the sample is looked for in)
+        "late_first_row.csv": AZ + "\n" + "\n" * 70_000 + "\n".join(ROWS) + "\n",
+        "padded_timestamps.csv": AZ + "\n" + "\n".join(" " + r.replace(",", " ,", 1) for r in ROWS) + "\n",
+        "no_break_space_separator.csv": AZ + "\n" + "\n".join(r.replace(" ", "\u00a0", 1) for r in ROWS) + "\n",
+        # chrono's lenient minute parse: the exact reader reads "2023-1-16  18:15" as a time (its leniency, not
+        # the streaming pass's; whatever it decides, the two readers agree)
+        "lenient_date_fields.csv": AZ + "\n2023-1-16  18:15:46.5,5,6\n2023-11-16 18: 5:46.5,7,8\n",
     }
 
 
@@ -103,6 +114,29 @@ def test_odd_but_valid_files_give_the_exact_readers_buckets(tmp_path: Path, name
                            timestamp_unit="s", workload="workload", shard="tenant", drafted_tokens="drafted_tokens",
                            accepted_tokens="accepted_tokens") if name == "counters.csv" else None
     check_same(path, ReadSpec(mapping=mapping, workload="Code" if "o" in name else None))
+
+
+@pytest.mark.parametrize(("name", "streamed"), [
+    ("plain.csv", True),  # the streaming pass decides
+    ("blank_lines.csv", True),  # lines the pre-scan counts: trimmed to find them, still streamed
+    ("form_feed_line.csv", False),  # a whitespace-only line it cannot see: flagged, the exact reader drops it
+    ("late_first_row.csv", True),
+    ("unicode_digit.csv", False),  # a seconds digit outside ASCII: the exact reader's error
+])
+def test_which_reader_decides_a_csv_file(tmp_path: Path, monkeypatch, name: str, streamed: bool) -> None:
+    cases = {**_odd_cases(), "plain.csv": AZ + "\n" + "\n".join(ROWS) + "\n",
+             "unicode_digit.csv": AZ + "\n" + ROWS[0] + "\n2023-11-16 18:15:4\u0666.5,7,8\n"}
+    path = tmp_path / name
+    path.write_bytes(cases[name].encode())
+    check_same(path)
+    calls: list[Path] = []
+    real = reduce._reduce_exact
+    monkeypatch.setattr(reduce, "_reduce_exact", lambda p, *a, **k: calls.append(p) or real(p, *a, **k))
+    try:
+        reduce.reduce_file(path, DEFAULT_SPEC, None)
+    except InputError:
+        assert not streamed
+    assert calls == ([] if streamed else [path])
 
 
 def test_parquet_datetime_date_and_categorical_columns(tmp_path: Path) -> None:
