@@ -128,14 +128,20 @@ def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
 
 def run(args: argparse.Namespace) -> int:
     from analysis.__main__ import _checked, _open
+    from analysis.cli.matrix_cache import cached_matrices
     from analysis.rescore import rescore
+    from analysis.rescore.matrix import load_matrices
+    from ingest.paths import default_db_path
 
     opts = _options(args)
     with _open(args) as con:
         dims = _checked(con, family=list(opts.families), gpu=list(opts.gpus))
         opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
         frame, meta = load_input(args, con, opts.shard_by)
-        res = rescore(con, frame, opts, meta)
+        db = Path(args.db) if args.db is not None else default_db_path()
+        matrices = cached_matrices(db, opts.families, opts.gpus,
+                                   lambda: load_matrices(con, opts.families, opts.gpus))
+        res = rescore(con, frame, opts, meta, matrices=matrices)
     if not res["recommendations"]:
         raise UsageError("nothing could be scored: the store has no cells for this trace's workloads and loads")
     if args.json:
