@@ -4,7 +4,9 @@
 keyed exactly as the answer cache keys a read-only answer (analysis/cli/answer_cache.py: the store's and its
 write-ahead log's ``(size, mtime_ns, inode)``, every ``.py`` file of the packages, the data files, ``SPECTUNE_*``)
 with the family and GPU filters as the command words. Any write to the store, edit of the code or new data file
-makes a new key; the old file is never read again and is dropped after :data:`MAX_FILES` newer ones.
+makes a new key; the old file is never read again and is dropped after :data:`MAX_FILES` newer ones. Matrices
+larger than :data:`MAX_BYTES` are not kept. The commands that write the store leave the unfiltered matrices of
+the new store behind (analysis/cli/precompute.py), so the first ``rescore`` after a write reads them too.
 
 One ``.npz`` per key, without pickles: every cell's samples concatenated with offsets, the replicate ratios as two
 (cells × replicates) arrays, and the cells' and matrices' fields as JSON (floats round-trip exactly). Same switch
@@ -28,6 +30,7 @@ from analysis.cli import answer_cache
 from analysis.rescore.matrix import CellSamples, Matrix
 
 MAX_FILES = 2  # a file is about 40 bytes per request row of the store
+MAX_BYTES = 256 * 2**20  # a larger store's matrices are not kept (~6 M request rows): disk in proportion to use
 PREFIX = "matrices-"
 CELL_FIELDS = ("method", "depth", "workload", "concurrency", "in_mean", "tau", "backend", "cell_id", "provenance")
 
@@ -59,6 +62,8 @@ def write(path: Path, matrices: dict[tuple[str, str], Matrix]) -> None:
     cells = [c for m in matrices.values() for c in m.cells.values()]
     sizes = np.array([c.ttft.size for c in cells], dtype=np.int64)
     n_rep = max((m.replicates for m in matrices.values()), default=0)
+    if (3 * int(sizes.sum()) + 2 * n_rep * len(cells)) * 8 > MAX_BYTES:
+        return
     doc = {"matrices": [{"family": m.family, "gpu": m.gpu, "replicates": m.replicates, "models": m.models,
                          "tensor_parallel_size": m.tensor_parallel_size, "draft_models": m.draft_models,
                          "cells": [[list(k), [getattr(c, f) for f in CELL_FIELDS]] for k, c in m.cells.items()]}
