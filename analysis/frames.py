@@ -66,23 +66,35 @@ def replicates(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metric: str) 
     """Bootstrap replicates of ``metric`` — a metric name or a replicated column such as
     ``steady_output_throughput`` (what the output-throughput winner rule reads, ``Metric.value_column``) — as a
     (cells × replicates) matrix aligned with ``keys`` rows. A metric name reads its own column."""
-    if metric not in ddl.COLUMNS["cell_bootstrap"][3:]:
-        m = get_metric(metric)
-        raise ValueError(f"{m.name} has no stored replicates")
+    return replicates_of(con, keys, (metric,))[metric]
+
+
+def replicates_of(con: duckdb.DuckDBPyConnection, keys: pl.DataFrame, metrics: tuple[str, ...]
+                  ) -> dict[str, np.ndarray]:
+    """:func:`replicates` of several columns in one read: metric → (cells × replicates), NaN where missing."""
+    for metric in metrics:
+        if metric not in ddl.COLUMNS["cell_bootstrap"][3:]:
+            m = get_metric(metric)
+            raise ValueError(f"{m.name} has no stored replicates")
     if keys.height == 0:
-        return np.zeros((0, 0))
+        return {metric: np.zeros((0, 0)) for metric in metrics}
+    # Straight to numpy (no frame in between): one replicate table is cells × replicates rows.
+    values = ", ".join(f"coalesce(b.{metric}::DOUBLE, 'NaN'::DOUBLE) AS v{i}" for i, metric in enumerate(metrics))
     con.register("_keys", ArrowStream(keys.select("run_id", "cell_id").with_row_index("row")))
     try:
-        frame = query(con, f"""
-            SELECT k.row, b.replicate, b.{metric} AS v
+        got = con.execute(f"""
+            SELECT k.row, b.replicate, {values}
             FROM _keys k JOIN cell_bootstrap b ON b.run_id = k.run_id AND b.cell_id = k.cell_id
-        """)
+        """).fetchnumpy()
     finally:
         con.unregister("_keys")
-    n_rep = int(frame["replicate"].max()) + 1 if frame.height else 0
-    out = np.full((keys.height, n_rep), np.nan)
-    if frame.height:
-        out[frame["row"].to_numpy(), frame["replicate"].to_numpy()] = frame["v"].fill_null(np.nan).to_numpy()
+    rows, reps = got["row"], got["replicate"]
+    n_rep = int(reps.max()) + 1 if reps.size else 0
+    out = {}
+    for i, metric in enumerate(metrics):
+        out[metric] = np.full((keys.height, n_rep), np.nan)
+        if reps.size:
+            out[metric][rows, reps] = got[f"v{i}"]
     return out
 
 

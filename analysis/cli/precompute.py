@@ -4,8 +4,9 @@ Run by the commands that write the store, once their write is closed (ingest/cli
 of :data:`ANSWERS` goes through the analysis CLI's answer cache exactly as a user's call would (same argument
 words, working directory and environment, so the same key), with its output discarded: the answer cache
 (analysis/cli/answer_cache.py) keeps it, and the user's next identical call replays it. The answers share one
-computation of the winners document (``--json`` and the table are two renderings of it). Nothing is printed; the
-exit code is 0 when every answer was computed, 1 otherwise.
+computation of the winners document (``--json`` and the table are two renderings of it). The store's unfiltered
+re-scoring matrices are kept too (analysis/cli/matrix_cache.py), for the first ``rescore``. Nothing is printed;
+the exit code is 0 when every answer was computed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+from pathlib import Path
 
 # What the README gives first; ``--db PATH`` is appended as given to the writing command.
 ANSWERS: tuple[tuple[str, ...], ...] = (("winners", "--json"), ("winners",))
@@ -44,7 +46,29 @@ def main(argv: list[str] | None = None) -> int:
                 codes.append(cli.cached_run(argv, args, run))
             except (InputError, UsageError, ValueError):
                 codes.append(2)
+    codes.append(_matrices(Path(db[1]) if db else None))
     return 0 if all(code == 0 for code in codes) else 1
+
+
+def _matrices(db: Path | None) -> int:
+    """Keep the store's unfiltered re-scoring matrices (analysis/cli/matrix_cache.py) — what ``rescore`` without
+    ``--family``/``--gpu`` reads first."""
+    import duckdb
+
+    from analysis.cli.matrix_cache import cached_matrices
+    from analysis.rescore.matrix import load_matrices
+    from ingest import store
+    from ingest.paths import default_db_path
+
+    path = db if db is not None else default_db_path()
+    if not path.exists():  # nothing was written (and opening would create a store)
+        return 1
+    try:
+        with store.session(path, read_only=True) as con:
+            cached_matrices(path, (), (), lambda: load_matrices(con))
+    except (OSError, ValueError, duckdb.Error):  # best effort, like the answers
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -131,15 +131,17 @@ def run(args: argparse.Namespace) -> int:
 
     from analysis.__main__ import _checked, _open
     from analysis.rescore import rescore
+    from ingest.paths import default_db_path
 
     opts = _options(args)
     with _open(args) as con:
         dims = _checked(con, family=list(opts.families), gpu=list(opts.gpus))
         opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
-        # The store's matrices load on their own cursor while the trace is read: both run in native code
-        # (DuckDB, polars) that releases the GIL, so the two overlap.
+        # The store's matrices (kept per store stamp, else loaded on their own cursor) come in while the trace
+        # is read: both run in native code (DuckDB, numpy, polars) that releases the GIL, so the two overlap.
+        db = Path(args.db) if args.db is not None else default_db_path()
         with ThreadPoolExecutor(1) as pool:
-            matrices = pool.submit(_load_matrices, con.cursor(), opts.families, opts.gpus)
+            matrices = pool.submit(_matrices, db, con.cursor(), opts.families, opts.gpus)
             frame, meta = load_input(args, con, opts.shard_by)
             res = rescore(con, frame, opts, meta, matrices=matrices.result())
     if not res["recommendations"]:
@@ -151,11 +153,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_matrices(cursor, families: tuple[str, ...], gpus: tuple[str, ...]) -> dict:
+def _matrices(db: Path, cursor, families: tuple[str, ...], gpus: tuple[str, ...]) -> dict:
+    from analysis.cli.matrix_cache import cached_matrices
     from analysis.rescore.matrix import load_matrices
 
     with cursor:
-        return load_matrices(cursor, families, gpus)
+        return cached_matrices(db, families, gpus, lambda: load_matrices(cursor, families, gpus))
 
 
 def _print(res: dict) -> None:

@@ -217,15 +217,14 @@ def _gain(metric: Metric, a: float, b: float) -> float:
 def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame | TraceBuckets,
             opts: RescoreOptions | None = None, meta: dict | None = None,
             matrices: dict[tuple[str, str], Matrix] | None = None) -> dict:
-    """The re-scoring JSON document (see module docstring and docs/rescoring.md). ``matrices``: the store's,
-    already loaded for ``opts``' families and GPUs (:func:`analysis.rescore.matrix.load_matrices`)."""
+    """The re-scoring JSON document (see module docstring and docs/rescoring.md). ``matrices``: the store's
+    :func:`load_matrices` for ``opts``' families and GPUs when the caller has them already (the CLI's cache)."""
     opts = opts or RescoreOptions()
     metric = get_metric(opts.metric)
     if metric.name not in METRICS:
         raise UsageError(f"--metric must be one of {', '.join(METRICS)} for re-scoring")
     b = trace if isinstance(trace, TraceBuckets) else bucketize(trace, opts.shard_by)
-    if matrices is None:
-        matrices = load_matrices(con, opts.families, opts.gpus)
+    matrices = load_matrices(con, opts.families, opts.gpus) if matrices is None else matrices
     if not matrices:
         raise UsageError("no measured cells for "
                          f"family={','.join(opts.families) or 'any'} gpu={','.join(opts.gpus) or 'any'} in the store")

@@ -19,9 +19,12 @@ import polars as pl
 
 from analysis import frames
 from ingest.sql import ArrowStream
-from ingest.sql import frame as query
 
 Key = tuple[str, int, str, int]  # method, depth, workload, concurrency
+# The cells columns a matrix is built from (the rest of frames.cells is not read here).
+_ROW_COLUMNS = ("family", "gpu", "model", "method", "depth", "workload", "concurrency", "acceptance_length",
+                "backend", "cell_id", "gpu_count", "draft_model", "mean_ttft_ms", "mean_tpot_ms", "n_requests")
+REPLICATED = ("output_throughput", "p99_e2e_ms")  # the replicates a cell carries, as ratios to its point value
 
 
 @dataclass(slots=True)
@@ -93,36 +96,40 @@ def load_matrices(con: duckdb.DuckDBPyConnection, families: tuple[str, ...] = ()
     cells = frames.cells(con, frames.Filters(families=families, gpus=gpus))
     if cells.height == 0:
         return {}
-    n_rep = 0
-    reps: dict[str, np.ndarray] = {}
-    for metric in ("output_throughput", "p99_e2e_ms"):
-        r = frames.replicates(con, cells, metric)
-        n_rep = max(n_rep, r.shape[1] if r.ndim == 2 else 0)
-        reps[metric] = _ratios(r, cells[metric].fill_null(np.nan).to_numpy().astype(float)) if r.size else r
+    reps = frames.replicates_of(con, cells, REPLICATED)
+    n_rep = max(r.shape[1] for r in reps.values())
+    for metric, r in reps.items():
+        if r.size:
+            reps[metric] = _ratios(r, cells[metric].fill_null(np.nan).to_numpy().astype(float))
     samples = _requests(con, cells)
+    # frames.cells does not carry a cell's output-token total; only cells without requests need it
+    totals = _output_tokens(con, cells) if any(got is None for got in samples) else {}
+    no_reps = np.full(n_rep, np.nan)
     out: dict[tuple[str, str], Matrix] = {}
-    for i, row in enumerate(cells.iter_rows(named=True)):
-        got = samples.get(row["cell_id"])
+    for i, row in enumerate(cells.select(_ROW_COLUMNS).iter_rows(named=True)):
+        got = samples[i]
         if got is None:  # no per-request rows: one sample from the cell's means
             if row["mean_ttft_ms"] is None or row["mean_tpot_ms"] is None:
                 continue
-            mean_out = (row["output_tokens"] or 0) / max(1, row["n_requests"] or 1) or 256.0
+            mean_out = (totals.get(i) or 0) / max(1, row["n_requests"] or 1) or 256.0
             got = (np.array([row["mean_ttft_ms"]]), np.array([row["mean_tpot_ms"]]), np.array([mean_out]),
                    float("nan"))
         ttft, tpot, outs, in_mean = got
-        nan = np.full(n_rep, np.nan)
         cell = CellSamples(
             method=row["method"], depth=int(row["depth"]), workload=row["workload"],
             concurrency=int(row["concurrency"]), ttft=ttft, tpot=tpot, out=outs, in_mean=in_mean,
             tau=row["acceptance_length"] if row["method"] != "none" else None,
-            thr_ratio=reps["output_throughput"][i] if reps["output_throughput"].size else nan,
-            p99_ratio=reps["p99_e2e_ms"][i] if reps["p99_e2e_ms"].size else nan,
+            thr_ratio=reps["output_throughput"][i] if reps["output_throughput"].size else no_reps.copy(),
+            p99_ratio=reps["p99_e2e_ms"][i] if reps["p99_e2e_ms"].size else no_reps.copy(),
             backend=row["backend"], cell_id=row["cell_id"],
         )
-        m = out.setdefault((row["family"], row["gpu"]), Matrix(row["family"], row["gpu"], replicates=n_rep))
+        mk = (row["family"], row["gpu"])
+        m = out.get(mk)
+        if m is None:
+            m = out[mk] = Matrix(row["family"], row["gpu"], replicates=n_rep)
         m.models[row["model"]] = m.models.get(row["model"], 0) + 1
-        m.tensor_parallel_size = max(m.tensor_parallel_size, int(row.get("gpu_count") or 1))
-        if row.get("draft_model"):
+        m.tensor_parallel_size = max(m.tensor_parallel_size, int(row["gpu_count"] or 1))
+        if row["draft_model"]:
             m.draft_models.setdefault(row["method"], row["draft_model"])
         key = (cell.method, cell.depth, cell.workload, cell.concurrency)
         # Two models of one family may hold the same key: the better-sampled cell wins.
@@ -131,32 +138,58 @@ def load_matrices(con: duckdb.DuckDBPyConnection, families: tuple[str, ...] = ()
     return out
 
 
-def _requests(con: duckdb.DuckDBPyConnection, cells: pl.DataFrame) -> dict[str, tuple]:
-    """cell_id → (ttft, tpot, output tokens, mean input) of its successful requests."""
-    con.register("_rescore_keys", ArrowStream(cells.select("run_id", "cell_id")))
+def _output_tokens(con: duckdb.DuckDBPyConnection, cells: pl.DataFrame) -> dict[int, int | None]:
+    """Row of ``cells`` → its stored output-token total."""
+    con.register("_rescore_keys", ArrowStream(cells.select("run_id", "cell_id").with_row_index("row")))
     try:
-        req = query(con, """
-            SELECT q.cell_id, q.ttft_ms, q.input_tokens, q.output_tokens,
-                   coalesce(q.tpot_ms, CASE WHEN q.output_tokens > 1
-                            THEN (q.e2e_ms - q.ttft_ms) / (q.output_tokens - 1) END) AS tpot_ms
-            FROM requests q JOIN _rescore_keys k USING (run_id, cell_id)
-            WHERE coalesce(q.ok, true) AND q.ttft_ms IS NOT NULL AND q.e2e_ms IS NOT NULL
-        """)
+        return dict(con.execute("SELECT k.row, c.output_tokens FROM _rescore_keys k JOIN cells c "
+                                "USING (run_id, cell_id)").fetchall())
     finally:
         con.unregister("_rescore_keys")
-    req = req.filter(pl.col("tpot_ms").is_not_null() & pl.col("tpot_ms").is_finite()).sort("cell_id")
-    if req.height == 0:
-        return {}
-    # Whole columns to numpy once, then slice per cell (cells are contiguous after the sort).
-    ids = req["cell_id"].to_numpy()
-    ttft, tpot = req["ttft_ms"].to_numpy().astype(float), req["tpot_ms"].to_numpy().astype(float)
-    outs = req["output_tokens"].fill_null(0).to_numpy().astype(float)
-    ins = req["input_tokens"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    ends = np.r_[starts[1:], ids.size]
-    out = {}
-    for a, b in zip(starts, ends, strict=True):
-        seg = ins[a:b]
-        out[str(ids[a])] = (ttft[a:b], tpot[a:b], outs[a:b],
-                            float(np.nanmean(seg)) if np.isfinite(seg).any() else float("nan"))
+
+
+# Per-request samples of the keyed cells (``row``: the cell's row in the keys). TPOT is derived from e2e when
+# missing; a request whose TPOT cannot be known is left out. Not ordered here: DuckDB's ORDER BY over the
+# payload costs about twice the whole fetch, numpy orders the (row, request index) keys in a fraction of it.
+_REQUESTS_SQL = """
+    SELECT row, request_index, ttft_ms, tpot_ms, out_tokens, in_tokens FROM (
+        SELECT k.row, coalesce(q.request_index, 2147483647) AS request_index, q.ttft_ms,
+               coalesce(q.output_tokens, 0)::DOUBLE AS out_tokens,
+               coalesce(q.input_tokens::DOUBLE, 'NaN'::DOUBLE) AS in_tokens,
+               coalesce(q.tpot_ms, CASE WHEN q.output_tokens > 1
+                        THEN (q.e2e_ms - q.ttft_ms) / (q.output_tokens - 1) END) AS tpot_ms
+        FROM requests q JOIN _rescore_keys k USING (run_id, cell_id)
+        WHERE coalesce(q.ok, true) AND q.ttft_ms IS NOT NULL AND q.e2e_ms IS NOT NULL
+    )
+    WHERE isfinite(tpot_ms)
+"""
+
+
+def _requests(con: duckdb.DuckDBPyConnection, cells: pl.DataFrame) -> list[tuple | None]:
+    """Per row of ``cells``: (ttft, tpot, output tokens, mean input) of its successful requests, or None when
+    the cell has no usable per-request rows. The arrays are views into one fetch, in request-index order."""
+    con.register("_rescore_keys", ArrowStream(cells.select("run_id", "cell_id").with_row_index("row")))
+    try:
+        req = con.execute(_REQUESTS_SQL).fetchnumpy()
+    finally:
+        con.unregister("_rescore_keys")
+    out: list[tuple | None] = [None] * cells.height
+    if req["row"].size == 0:
+        return out
+    # Each cell one contiguous slice, its requests in request-index order (the scan's own order is not defined).
+    order = np.argsort(req["row"].astype(np.int64) << 32 | (req["request_index"].astype(np.int64) + 2**31),
+                       kind="stable")
+    rows = req["row"][order]
+    ttft, tpot, outs, ins = (req[c][order] for c in ("ttft_ms", "tpot_ms", "out_tokens", "in_tokens"))  # DOUBLE
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    ends = np.r_[starts[1:], rows.size]
+    # Mean input per cell over the known lengths (NaN when none is known). Token counts are integers, so the
+    # segment sums are exact in any summation order: the same floats as a per-cell nanmean.
+    known = np.isfinite(ins)
+    n_known = np.add.reduceat(known.astype(np.int64), starts)
+    total = np.add.reduceat(np.where(known, ins, 0.0), starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        in_mean = np.where(n_known > 0, total / n_known, np.nan)
+    for r, a, b, m in zip(rows[starts].tolist(), starts.tolist(), ends.tolist(), in_mean.tolist(), strict=True):
+        out[r] = (ttft[a:b], tpot[a:b], outs[a:b], m)
     return out

@@ -30,6 +30,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("ingest/watch/land.py", "view"): "'_incoming_' + a fixed watch_* table name",
     ("analysis/choices.py", "dimension"): "checked against the fixed DIMENSIONS tuple just above",
     ("analysis/frames.py", "metric"): "checked against ddl.COLUMNS['cell_bootstrap'] (a replicated column name)",
+    ("analysis/frames.py", "values"): "joins 'b.<metric>' for metrics checked against ddl.COLUMNS['cell_bootstrap'] "
+                                      "just above, aliased v0, v1 …",
     ("analysis/production/load.py", "where"): "_where() joins fixed column names; every value is a bound ? parameter",
     ("analysis/production/load.py", "' AND '.join(clauses)"): "fixed 'c.<column> = ?' clauses; values are bound",
     ("ingest/store.py", "table"): "loops over fixed tuples of store table names / schema.metadata tables",

@@ -99,3 +99,20 @@ def test_precompute_main_reports_a_failure(tmp_path, cache_env, monkeypatch):
     missing = tmp_path / "nope.duckdb"
     assert precompute.main(["--db", str(missing)]) == 1  # an explicit --db that does not exist: exit 2 inside
     assert not missing.exists() and not _answers(cache_env)
+
+
+def test_an_import_keeps_the_new_stores_rescore_matrices(store_copy, cache_env, monkeypatch):
+    from analysis.cli import matrix_cache
+    from analysis.rescore.matrix import load_matrices
+    from ingest import store
+    from tests.analysis.cli.test_matrix_cache import _equal
+
+    assert cli("ingest", "results", str(SAMPLE), db=store_copy, env=cache_env).returncode == 0
+    for k, v in {**cache_env, "SPECTUNE_DB": str(store_copy)}.items():  # the key the next rescore computes
+        monkeypatch.setenv(k, v)
+    monkeypatch.chdir(REPO)
+    key = matrix_cache.answer_cache.key(matrix_cache._words((), ()), store_copy)
+    kept = matrix_cache.read(matrix_cache._path(key))
+    assert kept is not None
+    with store.session(store_copy, read_only=True) as con:
+        _equal(kept, load_matrices(con))  # the matrices of the store with the import in it
