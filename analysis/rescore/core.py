@@ -29,7 +29,7 @@ from analysis.rescore import shard as shard_keys
 from analysis.rescore import workload as workload_source
 from analysis.rescore.config import Choice, needs_draft_model, scheduled, speculative_config, vllm_args
 from analysis.rescore.matrix import CellSamples, Matrix, load_matrices
-from analysis.rescore.score import Prediction, ScoreCache, ShardInput, collapse, prime, score
+from analysis.rescore.score import Candidate, Prediction, ScoreCache, ShardInput, collapse, prime, score, score_many
 from analysis.rescore.trace import TraceBuckets, bucketize
 from analysis.schedule import SCHEDULE_MARGIN_PCT, depth_at, ranges
 from analysis.winners import decide, interval
@@ -199,15 +199,11 @@ def _score_shard(m: Matrix, si: ShardInput, choices: list[Choice], store: list[s
         return [], [], [ch.label for ch in choices], None
     kw = {"workloads": store, "dep": dep, "slo": opts.slo, "n_rep": m.replicates, "cache": memo.scores}
     si, load = collapse(si, score(cells[ref], si, method=ref.method, depth=ref.depth, **kw).load)
-    scored, preds, unscored = [], [], []
-    for ch in choices:
-        if cells[ch] is None:
-            unscored.append(ch.label)
-            continue
-        depth = [depth_at(ch.schedule, c) for c in si.grid] if ch.schedule else ch.depth
-        preds.append(score(cells[ch], si, method=ch.method, depth=depth, load=load, **kw))
-        scored.append(ch)
-    return scored, preds, unscored, ref.label
+    scored = [ch for ch in choices if cells[ch] is not None]
+    unscored = [ch.label for ch in choices if cells[ch] is None]
+    cands = [Candidate(cells[ch], ch.method, [depth_at(ch.schedule, c) for c in si.grid] if ch.schedule else ch.depth)
+             for ch in scored]
+    return scored, score_many(cands, si, load=load, **kw), unscored, ref.label
 
 
 def _gain(metric: Metric, a: float, b: float) -> float:

@@ -1,7 +1,8 @@
-"""Scoring one candidate (method, depth) on one shard of a trace: throughput, p99 e2e, goodput.
+"""Scoring candidates (method, depth) on one shard of a trace: throughput, p99 e2e, goodput.
 
 Owns the per-request model, applied to buckets of requests (analysis.rescore.trace), never to single
-requests in Python:
+requests in Python, and to a shard's candidates side by side (:func:`score_many`: one array operation
+per step for all of them, each with the numbers it gets scored alone):
 
 * a request of ``L`` output tokens and ``I`` input tokens at concurrency ``c`` takes
   e2e = TTFT·s_T(I) + (L − 1)·TPOT·s_P, with (TTFT, TPOT) the measured per-request samples of the
@@ -337,116 +338,179 @@ def _solve_load(si: ShardInput, a_tg: np.ndarray, grid: np.ndarray) -> tuple[np.
     return c, saturated
 
 
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One (method, depth) to score: its filled cells ``cells[w][g]`` per store workload × grid load, and
+    its depth (or one depth per grid load: a depth schedule per batch size)."""
+
+    cells: list[list[CellSamples | None]]
+    method: str
+    depth: int | list[int]
+
+
+MAX_BATCH_SAMPLES = 2_000_000  # (candidate, sample) pairs scored in one array operation
+
+
 def score(cells: list[list[CellSamples | None]], si: ShardInput, *, method: str, depth: int | list[int],
           workloads: list[str],
           dep, slo: tuple[float, float] | None, n_rep: int,
           load: tuple[np.ndarray, np.ndarray] | None = None, cache: ScoreCache | None = None) -> Prediction:
-    """Predict one candidate on one shard. ``cells[w][g]``: the (filled) cell per store workload × grid.
+    """Predict one candidate on one shard (see :func:`score_many`); ``load`` None solves the operating point
+    from this candidate's own latency (done once, for the reference config)."""
+    return score_many([Candidate(cells, method, depth)], si, workloads=workloads, dep=dep, slo=slo, n_rep=n_rep,
+                      load=load, cache=cache)[0]
+
+
+def score_many(cands: list[Candidate], si: ShardInput, *, workloads: list[str], dep,
+               slo: tuple[float, float] | None, n_rep: int, load: tuple[np.ndarray, np.ndarray] | None = None,
+               cache: ScoreCache | None = None) -> list[Prediction]:
+    """Predict candidates on one shard at one operating point, many at a time.
 
     ``load`` (concurrency and saturation per time bucket) is the operating point every candidate is
-    compared at; None solves it from this candidate's own latency (done once, for the reference config).
-    ``depth`` may be one depth per grid load (a depth schedule per batch size). ``cache``: the cells'
-    per-bucket samples, kept between calls on the same cells (see :func:`_table`).
+    compared at; None solves it from the (single) candidate's own latency. ``cache``: the cells'
+    per-bucket samples, kept between calls on the same cells (see :func:`_table`). Each candidate's numbers
+    are those it gets scored alone: the batch only stacks the same arithmetic.
     """
-    grid = np.asarray(si.grid, dtype=float)
-    n_w, n_g, n_r = len(workloads), grid.size, si.n.size
+    if load is None and len(cands) != 1:
+        raise ValueError("solving the operating point takes exactly one candidate")
     cache = ScoreCache() if cache is None else cache
+    out: list[Prediction] = []
+    batch: list[Candidate] = []
+    size = 0
+    for cand in cands:
+        n = sum(cell.out.size for per_w in cand.cells for cell in per_w if cell is not None)
+        if batch and size + n > MAX_BATCH_SAMPLES:
+            out += _score_batch(batch, si, workloads, dep, slo, n_rep, load, cache)
+            batch, size = [], 0
+        batch.append(cand)
+        size += n
+    if batch:
+        out += _score_batch(batch, si, workloads, dep, slo, n_rep, load, cache)
+    return out
+
+
+def _score_batch(cands: list[Candidate], si: ShardInput, workloads: list[str], dep,
+                 slo: tuple[float, float] | None, n_rep: int, load: tuple[np.ndarray, np.ndarray] | None,
+                 cache: ScoreCache) -> list[Prediction]:
+    grid = np.asarray(si.grid, dtype=float)
+    n_w, n_g, n_j = len(workloads), grid.size, len(cands)
     sh = _shard(si, n_w, cache)
-    inp, pair_of_row, pair_w, pair_lb = sh.inp, sh.pair_of_row, sh.pair_w, sh.pair_lb
+    pair_of_row, pair_w, pair_lb = sh.pair_of_row, sh.pair_w, sh.pair_lb
     p0, p1 = fill.prefill_line(dep)
-    # Per (pair, g): mean TTFT and TPOT of the samples, from each cell's per-bucket table; per (w, g) below:
-    # the cost-model scaling lines.
-    m_ttft, m_tpot = np.empty((pair_w.size, n_g)), np.empty((pair_w.size, n_g))
-    tables: list[_Table] = []
+    # Per candidate and (pair, g): mean TTFT and TPOT of the samples, from each cell's per-bucket table; per
+    # candidate and (w, g): the cost model's step-time ratio and prefill denominator.
+    m_ttft, m_tpot = np.empty((n_j, pair_w.size, n_g)), np.empty((n_j, pair_w.size, n_g))
+    sp_wg, den_wg = np.ones((n_j, n_w, n_g)), np.ones((n_j, n_w, n_g))
+    tables: list[_Table] = []  # candidate-major, then (w, g) in the order of ``table_of``
     table_of = np.full((n_w, n_g), -1)
-    for w, of_w in sh.pairs_of.items():
-        lb_w = pair_lb[of_w]
+    for j, cand in enumerate(cands):
+        for w, of_w in sh.pairs_of.items():
+            lb_w = pair_lb[of_w]
+            for g in range(n_g):
+                tab = _table(cand.cells[w][g], sh.lbs, cache)
+                if j == 0:  # every candidate's tables come in the same (w, g) order
+                    table_of[w, g] = len(tables)
+                tables.append(tab)
+                m_ttft[j, of_w, g], m_tpot[j, of_w, g] = tab.m_ttft[lb_w], tab.m_tpot[lb_w]
         for g in range(n_g):
-            tab = _table(cells[w][g], sh.lbs, cache)
-            table_of[w, g] = len(tables)
-            tables.append(tab)
-            m_ttft[of_w, g], m_tpot[of_w, g] = tab.m_ttft[lb_w], tab.m_tpot[lb_w]
-    s_t = np.empty((n_r, n_g))
-    s_p = np.empty((n_r, n_g))
-    for g in range(n_g):
-        for w, rows in sh.rows_of.items():
-            cell = cells[w][g]
-            if cell is None:
-                continue
-            k = depth[g] if isinstance(depth, list) else depth
-            step = (method, workloads[w], k, float(grid[g]))  # ``dep``: the family × GPU's, as the cache
-            if step not in cache.steps:
-                cache.steps[step] = fill.step_line(method, workloads[w], k, dep, grid[g])
-            t0, t1 = cache.steps[step]
-            cell_in = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
-            cell_ctx = cell_in + _mean_out(cell, cache) / 2
-            s_p[rows, g] = (t0 + t1 * sh.ctx_w[w]) / (t0 + t1 * cell_ctx)
-            s_t[rows, g] = (p0 + p1 * inp[rows]) / (p0 + p1 * cell_in)
-    e2e_rg = m_ttft[pair_of_row] * s_t + sh.lm1[:, None] * m_tpot[pair_of_row] * s_p  # mean ms
-    n_t_buckets = si.n_t.size
-    a_tg = np.zeros((n_t_buckets, n_g))
-    for g in range(n_g):
-        a_tg[:, g] = np.bincount(si.t, weights=si.n * e2e_rg[:, g], minlength=n_t_buckets)
-    c_t, sat_t = _solve_load(si, a_tg, grid) if load is None else load
+            k = cand.depth[g] if isinstance(cand.depth, list) else cand.depth
+            for w in sh.rows_of:
+                cell = cand.cells[w][g]
+                if cell is None:
+                    continue
+                step = (cand.method, workloads[w], k, float(grid[g]))  # ``dep``: the family × GPU's, as the cache
+                if step not in cache.steps:
+                    cache.steps[step] = fill.step_line(cand.method, workloads[w], k, dep, grid[g])
+                t0, t1 = cache.steps[step]
+                cell_in = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
+                cell_ctx = cell_in + _mean_out(cell, cache) / 2
+                sp_wg[j, w, g] = (t0 + t1 * sh.ctx_w[w]) / (t0 + t1 * cell_ctx)
+                den_wg[j, w, g] = p0 + p1 * cell_in
+    per_j = len(tables) // n_j
+    s_p = sp_wg[:, si.wi, :]
+    s_t = (p0 + p1 * sh.inp)[None, :, None] / den_wg[:, si.wi, :]
+    e2e_rg = m_ttft[:, pair_of_row] * s_t + sh.lm1[None, :, None] * m_tpot[:, pair_of_row] * s_p  # mean ms
+    if load is None:
+        n_t_buckets = si.n_t.size
+        a_tg = np.zeros((n_t_buckets, n_g))
+        for g in range(n_g):
+            a_tg[:, g] = np.bincount(si.t, weights=si.n * e2e_rg[0, :, g], minlength=n_t_buckets)
+        load = _solve_load(si, a_tg, grid)
+    c_t, sat_t = load
     at = _at_load(si, sh, c_t, grid, cache)
     rows, i_r, j_r, w_r, comp_row, comp_g, key, n_keys = (at.rows, at.i_r, at.j_r, at.w_r, at.comp_row, at.comp_g,
                                                            at.key, at.n_keys)
-    e2e_r = (1 - w_r) * e2e_rg[rows, i_r] + w_r * e2e_rg[rows, j_r]
+    e2e_r = (1 - w_r) * e2e_rg[:, rows, i_r] + w_r * e2e_rg[:, rows, j_r]
     server_ms = si.n * e2e_r / at.c_r
     tokens, requests = at.tokens, at.requests
-    server_s = float(server_ms.sum()) / 1e3
-    thr = tokens / server_s if server_s > 0 else float("nan")
+    server_s = np.array([np.add.reduce(row) for row in server_ms]) / 1e3  # each row as a 1-D sum, as alone
     comp_w, wsum, safe, lbar = at.comp_w, at.wsum, at.safe, at.lbar
-    st = np.bincount(key, weights=comp_w * s_t[comp_row, comp_g], minlength=n_keys) / safe
-    sp = np.bincount(key, weights=comp_w * s_p[comp_row, comp_g], minlength=n_keys) / safe
-    # Every (pair, g) group's samples at once, in group order: the cells' tables end to end, each group a
-    # segment of them.
+    # Per candidate, its groups' mean scalings (one bincount over the candidates' groups side by side).
+    jkey = (np.arange(n_j)[:, None] * n_keys + key[None, :]).ravel()
+    st = (np.bincount(jkey, weights=(comp_w * s_t[:, comp_row, comp_g]).ravel(), minlength=n_j * n_keys)
+          .reshape(n_j, n_keys) / safe)
+    sp = (np.bincount(jkey, weights=(comp_w * s_p[:, comp_row, comp_g]).ravel(), minlength=n_j * n_keys)
+          .reshape(n_j, n_keys) / safe)
+    # Every candidate's (pair, g) groups' samples at once, candidate by candidate in group order: the cells'
+    # tables end to end, each group a segment of them.
     ks, kp, kg = at.ks, at.kp, at.kg
     sizes = np.array([t.ttft.size for t in tables])
     n_lbs = np.array([t.sel.lbs for t in tables])
-    ti = table_of[pair_w[kp], kg]
-    j = (np.cumsum(n_lbs) - n_lbs)[ti] + pair_lb[kp]
-    seg_n = np.concatenate([t.sel.counts for t in tables])[j]
-    seg_start = (np.cumsum(sizes) - sizes)[ti] + np.concatenate([t.sel.starts for t in tables])[j]
+    ti = (np.arange(n_j)[:, None] * per_j + table_of[pair_w[kp], kg][None, :]).ravel()
+    jj = (np.cumsum(n_lbs) - n_lbs)[ti] + np.tile(pair_lb[kp], n_j)
+    seg_n = np.concatenate([t.sel.counts for t in tables])[jj]
+    seg_start = (np.cumsum(sizes) - sizes)[ti] + np.concatenate([t.sel.starts for t in tables])[jj]
     seg = _segments(seg_start, seg_n)
     tt, tp = np.concatenate([t.ttft for t in tables])[seg], np.concatenate([t.tpot for t in tables])[seg]
-    st_e, lbar_e, sp_e = np.repeat(st[ks], seg_n), np.repeat(lbar[ks], seg_n), np.repeat(sp[ks], seg_n)
+    st_e, lbar_e = np.repeat(st[:, ks].ravel(), seg_n), np.repeat(np.tile(lbar[ks], n_j), seg_n)
+    sp_e = np.repeat(sp[:, ks].ravel(), seg_n)
     vals = tt * st_e + lbar_e * tp * sp_e
-    wts = np.repeat(wsum[ks] / seg_n, seg_n)
-    meeting = 0.0
+    wts = np.repeat(np.tile(wsum[ks], n_j) / seg_n, seg_n)
+    bounds = np.r_[0, np.cumsum(seg_n.reshape(n_j, ks.size).sum(axis=1))]
+    met = None
     if slo is not None:
         ok = (tt * st_e <= slo[0]) & (tp * sp_e <= slo[1])
-        met = np.bincount(np.repeat(np.arange(ks.size), seg_n), weights=ok, minlength=ks.size)
-        meeting = sum((wsum[ks] * (met / seg_n)).tolist())  # summed in group order, as one at a time
-    order = np.argsort(vals, kind="stable")
-    cum = np.cumsum(wts[order])
-    p99 = float(vals[order][np.searchsorted(cum, P99 * cum[-1])])
-    goodput = meeting / server_s if slo is not None and server_s > 0 else None
+        met = (np.bincount(np.repeat(np.arange(n_j * ks.size), seg_n), weights=ok, minlength=n_j * ks.size)
+               / seg_n).reshape(n_j, ks.size)
     # Shares per cell (w, g) for replicate propagation and provenance.
-    st_share = np.bincount(at.cell_idx, weights=np.concatenate([server_ms * (1 - w_r), server_ms * w_r])[at.keep],
-                           minlength=n_w * n_g)
+    st_share = np.bincount((np.arange(n_j)[:, None] * (n_w * n_g) + at.cell_idx[None, :]).ravel(),
+                           weights=np.concatenate([server_ms * (1 - w_r), server_ms * w_r], axis=1)[:, at.keep].ravel(),
+                           minlength=n_j * n_w * n_g).reshape(n_j, n_w * n_g)
     rq_share = np.bincount(at.cell_idx, weights=comp_w, minlength=n_w * n_g)
-    flat = [cells[w][g] for w in range(n_w) for g in range(n_g)]
-    thr_rep = np.full(n_rep, thr)
-    p99_rep = np.full(n_rep, p99)
-    if n_rep:
-        used = [i for i in range(len(flat)) if st_share[i] > 0 or rq_share[i] > 0]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            inv = sum(st_share[i] / 1e3 / _reps(flat[i].thr_ratio, n_rep) for i in used)
-            thr_rep = tokens / inv
-            p99_rep = p99 * sum(rq_share[i] / requests * _reps(flat[i].p99_ratio, n_rep) for i in used)
-    reps = {"output_throughput": thr_rep, "p99_e2e_ms": p99_rep}
-    if goodput is not None:
-        reps["goodput"] = goodput * thr_rep / thr
-    prov: dict[str, float] = {}
-    for i, cell in enumerate(flat):
-        if rq_share[i] > 0:
-            prov[cell.provenance] = prov.get(cell.provenance, 0.0) + float(rq_share[i]) / requests
-    return Prediction(output_throughput=thr, p99_e2e_ms=p99, goodput=goodput, reps=reps,
-                      mean_concurrency=at.mean_concurrency,
-                      saturated_share=float(si.n_t[sat_t].sum() / requests), requests=requests, tokens=tokens,
-                      server_s=server_s, provenance={k: round(v, 6) for k, v in sorted(prov.items())},
-                      load=(c_t, sat_t))
+    saturated_share = float(si.n_t[sat_t].sum() / requests)
+    preds = []
+    for j, cand in enumerate(cands):
+        srv = float(server_s[j])
+        thr = tokens / srv if srv > 0 else float("nan")
+        v, wt = vals[bounds[j]:bounds[j + 1]], wts[bounds[j]:bounds[j + 1]]
+        order = np.argsort(v, kind="stable")
+        cum = np.cumsum(wt[order])
+        p99 = float(v[order][np.searchsorted(cum, P99 * cum[-1])])
+        goodput = None
+        if met is not None:
+            meeting = sum((wsum[ks] * met[j]).tolist())  # summed in group order, as one at a time
+            goodput = meeting / srv if srv > 0 else None
+        flat = [cand.cells[w][g] for w in range(n_w) for g in range(n_g)]
+        thr_rep = np.full(n_rep, thr)
+        p99_rep = np.full(n_rep, p99)
+        if n_rep:
+            used = [i for i in range(len(flat)) if st_share[j, i] > 0 or rq_share[i] > 0]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                inv = sum(st_share[j, i] / 1e3 / _reps(flat[i].thr_ratio, n_rep) for i in used)
+                thr_rep = tokens / inv
+                p99_rep = p99 * sum(rq_share[i] / requests * _reps(flat[i].p99_ratio, n_rep) for i in used)
+        reps = {"output_throughput": thr_rep, "p99_e2e_ms": p99_rep}
+        if goodput is not None:
+            reps["goodput"] = goodput * thr_rep / thr
+        prov: dict[str, float] = {}
+        for i, cell in enumerate(flat):
+            if rq_share[i] > 0:
+                prov[cell.provenance] = prov.get(cell.provenance, 0.0) + float(rq_share[i]) / requests
+        preds.append(Prediction(output_throughput=thr, p99_e2e_ms=p99, goodput=goodput, reps=reps,
+                                mean_concurrency=at.mean_concurrency, saturated_share=saturated_share,
+                                requests=requests, tokens=tokens, server_s=srv,
+                                provenance={k: round(v, 6) for k, v in sorted(prov.items())}, load=(c_t, sat_t)))
+    return preds
 
 
 def collapse(si: ShardInput, load: tuple[np.ndarray, np.ndarray], levels: int = LOAD_LEVELS

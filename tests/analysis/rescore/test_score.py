@@ -161,3 +161,29 @@ def test_p99_and_goodput_are_those_of_every_request_sample_pair():
     assert p.p99_e2e_ms == pytest.approx(np.array(vals)[order][np.searchsorted(cum, 0.99 * cum[-1])], rel=1e-12)
     assert p.output_throughput == pytest.approx(si.out.sum() / (server_ms / 1e3), rel=1e-9)
     assert p.goodput == pytest.approx(meeting / (server_ms / 1e3), rel=1e-9)
+
+
+def test_candidates_scored_together_equal_each_alone(monkeypatch):
+    """A batch stacks the same arithmetic: each candidate's prediction is the one it gets scored alone, also
+    when the batch is cut into pieces by its size."""
+    rng = np.random.default_rng(13)
+    grid = [1, 4, 16]
+    cands = [S.Candidate([[_cell(rng, m, d, wl, c) for c in grid] for wl in ("chat", "code")], m, d)
+             for m, d in [("none", 0), ("mtp", 2), ("mtp", 3), ("eagle3", 4)]]
+    cands.append(S.Candidate(cands[2].cells, "mtp", [3, 3, 2]))  # a depth schedule per batch size
+    si = _shard(rng)
+    kw = {"workloads": ["chat", "code"], "dep": fill.deployment("Qwen", "MI300X"), "slo": (600.0, 25.0), "n_rep": 8}
+    load = S.score(cands[2].cells, si, method="mtp", depth=3, **kw).load
+    alone = [S.score(c.cells, si, method=c.method, depth=c.depth, load=load, **kw) for c in cands]
+    for limit in (S.MAX_BATCH_SAMPLES, 2_000):  # one batch; a piece every two candidates or so
+        monkeypatch.setattr(S, "MAX_BATCH_SAMPLES", limit)
+        together = S.score_many(cands, si, load=load, **kw)
+        for a, b in zip(together, alone, strict=True):
+            assert (a.output_throughput, a.p99_e2e_ms, a.goodput, a.server_s) == \
+                (b.output_throughput, b.p99_e2e_ms, b.goodput, b.server_s)
+            for k in b.reps:
+                np.testing.assert_array_equal(a.reps[k], b.reps[k])
+            assert a.provenance == b.provenance
+    assert len({p.output_throughput for p in alone}) == len(alone)  # the candidates do differ
+    with pytest.raises(ValueError, match="exactly one candidate"):
+        S.score_many(cands[:2], si, **kw)
