@@ -96,9 +96,14 @@ def prefill_line(dep: costmodel.Deployment | None) -> tuple[float, float]:
     return p0, costmodel.prefill_ms(dep, 1000.0) / 1000.0 - p0 / 1000.0
 
 
-def _context(cell: CellSamples) -> float:
-    base = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
-    return float(base + np.mean(cell.out) / 2)
+def input_mean(cell: CellSamples) -> float:
+    """The cell's mean input tokens (1,500 for a cell stored without input lengths)."""
+    return cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
+
+
+def context(cell: CellSamples) -> float:
+    """The cell's mean context over its decode: mean input + half its mean output."""
+    return float(input_mean(cell) + np.mean(cell.out) / 2)
 
 
 def fill(m: Matrix, method: str, depth: int, workload: str, conc: int) -> CellSamples | None:
@@ -112,7 +117,7 @@ def fill(m: Matrix, method: str, depth: int, workload: str, conc: int) -> CellSa
     if same:
         src = min(same, key=lambda c: (abs(c.depth - depth), c.depth))
         alpha = alpha_from_tau(method, m.family, float(src.tau), src.depth)
-        ctx = _context(src)
+        ctx = context(src)
         ratio = (time_per_token(method, m.family, workload, depth, alpha, dep, conc, ctx)
                  / time_per_token(method, m.family, workload, src.depth, alpha, dep, conc, ctx))
         out = src.scaled(ratio, "model:depth" if dep is not None else "model:acceptance", depth=depth)
@@ -122,7 +127,7 @@ def fill(m: Matrix, method: str, depth: int, workload: str, conc: int) -> CellSa
     if base is None or method not in params.load().methods or m.family not in params.load().families:
         return None
     alpha, _prov = calibration.alpha_for(method, m.family, workload)
-    ctx = _context(base)
+    ctx = context(base)
     ratio = (time_per_token(method, m.family, workload, depth, alpha, dep, conc, ctx)
              / time_per_token("none", m.family, workload, 0, alpha, dep, conc, ctx))
     out = base.scaled(ratio, "model:none", depth=depth, method=method)

@@ -125,7 +125,6 @@ class ScoreCache:
 
     selections: dict[int, tuple[_Selection, np.ndarray]] = field(default_factory=dict)
     tables: dict[int, tuple[_Table, CellSamples]] = field(default_factory=dict)
-    mean_out: dict[int, tuple[float, np.ndarray]] = field(default_factory=dict)
     steps: dict[tuple, tuple[float, float]] = field(default_factory=dict)  # the cost model's step lines
     # The last shard input and operating point seen (a shard's candidates are scored one after the other;
     # one slot each keeps memory at one shard's rows).
@@ -178,6 +177,8 @@ class _Table:
     sel: _Selection
     m_ttft: np.ndarray  # per bucket
     m_tpot: np.ndarray
+    input_mean: float  # the cost model's view of the cell (analysis.rescore.fill)
+    context: float
 
 
 def _table(cell: CellSamples, lbs: int, cache: ScoreCache) -> _Table:
@@ -187,7 +188,7 @@ def _table(cell: CellSamples, lbs: int, cache: ScoreCache) -> _Table:
         sel = _selection(cell.out, lbs, cache)
         tt, tp = cell.ttft[sel.idx], cell.tpot[sel.idx]
         m_tt, m_tp = np.add.reduceat(tt, sel.starts) / sel.counts, np.add.reduceat(tp, sel.starts) / sel.counts
-        got = (_Table(tt, tp, sel, m_tt, m_tp), cell)  # ``cell`` held: its id stays its own
+        got = (_Table(tt, tp, sel, m_tt, m_tp, fill.input_mean(cell), fill.context(cell)), cell)  # ``cell`` held
         cache.tables[id(cell)] = got
     return got[0]
 
@@ -195,7 +196,7 @@ def _table(cell: CellSamples, lbs: int, cache: ScoreCache) -> _Table:
 @dataclass(slots=True)
 class _Shard:
     """What scoring needs of a shard whatever the candidate: per-row lengths, (workload, length bucket)
-    pairs, each workload's rows and context."""
+    pairs, each workload's pairs and context."""
 
     lm1: np.ndarray  # mean output tokens per row less the first: max(L - 1, 0)
     inp: np.ndarray  # mean input tokens per row
@@ -204,7 +205,6 @@ class _Shard:
     pair_lb: np.ndarray
     lbs: int  # buckets 0 .. lbs - 1 cover every pair
     pairs_of: dict[int, np.ndarray]  # workload -> its pairs
-    rows_of: dict[int, np.ndarray]  # workload -> its rows (mask), for workloads with rows
     ctx_w: dict[int, float]
 
 
@@ -214,7 +214,6 @@ def _shard(si: ShardInput, n_w: int, cache: ScoreCache) -> _Shard:
         L = si.out / np.maximum(si.n, 1e-12)
         codes, pair_of_row = np.unique(si.wi * 256 + si.lb, return_inverse=True)  # lb < 64 for any int32 length
         pair_w, pair_lb = codes // 256, codes % 256
-        rows_of = {w: m for w in range(n_w) if (m := si.wi == w).any()}
         # Context per workload (mean input + half the mean output over the shard): TPOT moves with how much
         # longer this trace's contexts are than the cell's on average; the per-request spread is already in
         # the cell's samples, so scaling each row by its own context would count it twice.
@@ -225,7 +224,7 @@ def _shard(si: ShardInput, n_w: int, cache: ScoreCache) -> _Shard:
                       pair_of_row=pair_of_row.reshape(-1), pair_w=pair_w, pair_lb=pair_lb,
                       lbs=int(pair_lb.max()) + 1,
                       pairs_of={w: np.flatnonzero(pair_w == w) for w in np.unique(pair_w).tolist()},
-                      rows_of=rows_of, ctx_w=ctx_w), si)
+                      ctx_w=ctx_w), si)
         cache.shard = got
     return got[0]
 
@@ -286,14 +285,6 @@ def _at_load(si: ShardInput, sh: _Shard, c_t: np.ndarray, grid: np.ndarray, cach
                    kg=ks % n_g, cell_idx=si.wi[comp_row] * n_g + comp_g, tokens=float(si.out.sum()),
                    requests=requests, mean_concurrency=float((si.n * c_r).sum() / requests)), si, c_t)
     cache.load = got
-    return got[0]
-
-
-def _mean_out(cell: CellSamples, cache: ScoreCache) -> float:
-    got = cache.mean_out.get(id(cell.out))
-    if got is None:
-        got = (float(np.mean(cell.out)), cell.out)
-        cache.mean_out[id(cell.out)] = got
     return got[0]
 
 
@@ -404,7 +395,7 @@ def _score_batch(cands: list[Candidate], si: ShardInput, workloads: list[str], d
     tables: list[_Table] = []  # candidate-major, then (w, g) in the order of ``table_of``
     table_of = np.full((n_w, n_g), -1)
     for j, cand in enumerate(cands):
-        for w, of_w in sh.pairs_of.items():
+        for w, of_w in sh.pairs_of.items():  # the shard's workloads (each has pairs and rows)
             lb_w = pair_lb[of_w]
             for g in range(n_g):
                 tab = _table(cand.cells[w][g], sh.lbs, cache)
@@ -412,20 +403,13 @@ def _score_batch(cands: list[Candidate], si: ShardInput, workloads: list[str], d
                     table_of[w, g] = len(tables)
                 tables.append(tab)
                 m_ttft[j, of_w, g], m_tpot[j, of_w, g] = tab.m_ttft[lb_w], tab.m_tpot[lb_w]
-        for g in range(n_g):
-            k = cand.depth[g] if isinstance(cand.depth, list) else cand.depth
-            for w in sh.rows_of:
-                cell = cand.cells[w][g]
-                if cell is None:
-                    continue
+                k = cand.depth[g] if isinstance(cand.depth, list) else cand.depth
                 step = (cand.method, workloads[w], k, float(grid[g]))  # ``dep``: the family × GPU's, as the cache
                 if step not in cache.steps:
                     cache.steps[step] = fill.step_line(cand.method, workloads[w], k, dep, grid[g])
                 t0, t1 = cache.steps[step]
-                cell_in = cell.in_mean if np.isfinite(cell.in_mean) else 1500.0
-                cell_ctx = cell_in + _mean_out(cell, cache) / 2
-                sp_wg[j, w, g] = (t0 + t1 * sh.ctx_w[w]) / (t0 + t1 * cell_ctx)
-                den_wg[j, w, g] = p0 + p1 * cell_in
+                sp_wg[j, w, g] = (t0 + t1 * sh.ctx_w[w]) / (t0 + t1 * tab.context)
+                den_wg[j, w, g] = p0 + p1 * tab.input_mean
     per_j = len(tables) // n_j
     s_p = sp_wg[:, si.wi, :]
     s_t = (p0 + p1 * sh.inp)[None, :, None] / den_wg[:, si.wi, :]
