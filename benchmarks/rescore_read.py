@@ -19,6 +19,7 @@ and are not committed.
 
     python benchmarks/rescore_read.py [--rows 1000000 10000000] [--formats csv parquet] [--repeats 3]
     python benchmarks/rescore_read.py --rows 100000000 --formats parquet --repeats 1 --no-exact   # opt-in
+    python benchmarks/rescore_read.py --bytecode compiled   # spectune's .pyc present, as Python leaves them by default
 """
 
 from __future__ import annotations
@@ -88,6 +89,28 @@ def _timed_subprocess(argv: list[str], root: Path = REPO) -> tuple[float, float,
             raise RuntimeError(f"{argv[:4]} exited {res.returncode}: {res.stderr[-800:]}")
         rss_kb, user, sys_s = (float(x) for x in tf.read().strip().splitlines()[-1].split())
     return wall, rss_kb / 1024, res.stdout, user + sys_s
+
+
+PACKAGES = ("analysis", "ingest", "runner", "spectune", "benchmarks")
+
+
+def set_bytecode(root: Path, mode: str) -> None:
+    """Put a source tree's own bytecode in the state ``mode`` names, before its CLI runs are timed.
+
+    ``source``: no ``__pycache__`` under spectune's packages, so every run compiles them from source (~0.15–0.3 s;
+    what runs cost where ``PYTHONDONTWRITEBYTECODE=1`` is set, as on this project's machines). ``compiled``:
+    ``compileall`` first, so every run reads bytecode — what a user's second run costs anywhere Python writes
+    its ``.pyc`` files (the default), and what an installed spectune always costs (pip compiles at install)."""
+    import shutil
+
+    for pkg in PACKAGES:
+        if not (root / pkg).is_dir():
+            continue
+        for cache in (root / pkg).rglob("__pycache__"):
+            shutil.rmtree(cache, ignore_errors=True)
+        if mode == "compiled":
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / pkg)], check=True,
+                           capture_output=True)
 
 
 def cli_figures(trace: Path, db: Path, repeats: int, exact: bool, before: Path | None = None
@@ -173,7 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="JSON file (default: benchmarks/results/...)")
     ap.add_argument("--before", type=Path, default=None, metavar="TREE",
                     help="also run the CLI from this source tree (an earlier commit, same run: cli_before)")
+    ap.add_argument("--bytecode", choices=["source", "compiled"], default="source",
+                    help="source: spectune's modules compiled from source on every run (its __pycache__ removed "
+                         "first); compiled: compileall first, every run reads bytecode (both trees alike)")
     args = ap.parse_args(argv)
+    if args.bytecode == "source":  # no run writes the bytecode a later run would read
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    for tree in (REPO, args.before):
+        if tree is not None:
+            set_bytecode(tree, args.bytecode)
     args.workdir.mkdir(parents=True, exist_ok=True)
     db = args.workdir / "default" / "spectune.duckdb"
     if not db.exists():
@@ -182,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         build_default_db(db)
     doc: dict[str, Any] = {"benchmark": "rescore_read", "date": date.today().isoformat(), "machine": machine(),
                            "load_average_start": load_average(), "figures": {},
-                           "before": str(args.before) if args.before else None}
+                           "before": str(args.before) if args.before else None, "bytecode": args.bytecode,
+                           "pythondontwritebytecode": os.environ.get("PYTHONDONTWRITEBYTECODE")}
     for fmt in args.formats:
         for n in args.rows:
             t0 = time.perf_counter()
