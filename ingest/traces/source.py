@@ -214,9 +214,10 @@ class _BackgroundDigest:
 
     def _run(self, path: Path) -> None:
         try:
-            with path.open("rb", buffering=0) as fh:
-                while not self._stop.is_set() and (block := fh.read(HASH_BLOCK)):
-                    self._hash.update(block)
+            for block in _stream(path, HASH_BLOCK):
+                if self._stop.is_set():
+                    break
+                self._hash.update(block)
         except OSError as exc:
             self._error = exc
 
@@ -290,7 +291,6 @@ def open_source(path: str | Path, limits: Limits, want_parquet: bool | None = No
         has_quote, sha, long_line, blank_lines = False, None, None, 0
         if not is_parquet:
             check = _TextCheck(path, limits, defer_long_lines=_is_json_document(head))
-            # Hash in the same pass when the bytes checked are the bytes given (not inflated).
             # Hash alongside the checks when the bytes checked are the bytes given (not inflated).
             digest = _BackgroundDigest(path) if data_path == path else None
             try:
