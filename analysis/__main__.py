@@ -66,6 +66,13 @@ def _winners_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--default", default="mtp:3", metavar="METHOD:DEPTH",
                    help="what you run today (default mtp:3, also mtp·3): the sensible pick prefers its method on a "
                         "tie, and the summary says what it leaves on the table")
+    p.add_argument("--clear-at", type=float, default=0.95, metavar="P",
+                   help="a winner is clear when its chance of being best (p_best) is at least P (default 0.95)")
+    p.add_argument("--tie-at", type=float, default=0.05, metavar="P",
+                   help="a candidate is tied with the winner when its p_best is at least P (default 0.05)")
+    p.add_argument("--point-noise", type=float, default=3.0, metavar="PCT",
+                   help="run-to-run noise given to point figures without samples (imported, published), "
+                        "in %% (default 3; docs/metrics.md)")
 
 
 def _winners(args: argparse.Namespace) -> int:
@@ -84,6 +91,11 @@ def winners_answer(args: argparse.Namespace) -> dict | int:
     if not 0 <= args.margin <= 100:
         raise UsageError(f"--margin {args.margin:g}: expected a percentage of 0–100")
     deployed = parse_choice(args.default)
+    if not (0 < args.clear_at <= 1 and 0 <= args.tie_at <= args.clear_at):
+        raise UsageError(f"--clear-at {args.clear_at:g} --tie-at {args.tie_at:g}: expected 0 ≤ tie-at ≤ clear-at ≤ 1 "
+                         "and clear-at > 0")
+    if not 0 <= args.point_noise <= 100:
+        raise UsageError(f"--point-noise {args.point_noise:g}: expected a percentage of 0–100")
     with _open(args) as con:
         dims = _checked(con, gpu=args.gpu, family=args.family, workload=args.workload, method=args.method)
         f = Filters(gpus=dims["gpu"], families=dims["family"], workloads=dims["workload"], methods=dims["method"],
@@ -93,7 +105,8 @@ def winners_answer(args: argparse.Namespace) -> dict | int:
             return _schedule(args, con, f, drafters)
         res = winners(con, args.metric, f, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
                       best_depth_per_method=args.best_depth, draft_models=drafters, margin_pct=args.margin,
-                      default=(deployed.method, deployed.depth))
+                      default=(deployed.method, deployed.depth), clear_at=args.clear_at, tie_at=args.tie_at,
+                      point_noise_pct=args.point_noise)
     if not res["cells"]:
         raise UsageError("no cells match these filters")
     res["summary"] = summary(res)
@@ -111,6 +124,9 @@ def print_winners(args: argparse.Namespace, res: dict) -> int:
         print("SIMULATED data (backend=sim): calibrated model output, not measurements")
     print(res["summary"]["text"])
     print(f"sensible pick among equivalent candidates (within {args.margin:g} %): {res['pick_rule']}")
+    rule = res.get("p_best_rule")
+    if rule:  # the vocabulary: best = point estimate; p = chance of being best over the paired replicates
+        print(f"best = the best point estimate; p = a candidate's chance of being best; {rule['text']}")
     for c in res["cells"]:
         w = c["winner"]
         verdict = c["tie_text"]
@@ -121,6 +137,12 @@ def print_winners(args: argparse.Namespace, res: dict) -> int:
         edge = f"  [{c['grid_edge']['text']}]" if c.get("grid_edge") else ""
         print(f"{c['gpu']:<7} {c['family']:<8} {c['workload']:<10} c={c['concurrency']:<4} "
               f"{candidate(w['method'], w['depth']):<10} {w['value']:>10.3f}  {verdict}{origin}{whole}{edge}")
+        pick = c.get("pick") or {}
+        gain = pick.get("gain_vs_none_text") or c.get("gain_vs_none_text")
+        if gain or c.get("uncertainty"):  # the pick's gain with its certainty, and where that certainty comes from
+            who = f"pick {candidate(pick['method'], pick['depth'])}: " if pick.get("method") else ""
+            unc = f"  [uncertainty: {c['uncertainty']}]" if c.get("uncertainty") else ""
+            print(f"        {who}{gain or ''}{unc}")
         for cand in c["top3"]:  # a suspect acceptance is said wherever its cell is shown
             if cand.get("acceptance_suspect"):
                 name = candidate(cand["method"], cand["depth"])

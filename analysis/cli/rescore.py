@@ -176,10 +176,12 @@ def _print(res: dict) -> None:
         span = f"{min(loads):.1f}" if min(loads) == max(loads) else f"{min(loads):.1f}–{max(loads):.1f}"
         print(f"scored at a mean concurrency of {span} per server ({res['load']['source'].replace('_', ' ')})")
     for r in res["recommendations"]:
-        gain = "" if r["gain_vs_default_pct"] is None else f"{r['gain_vs_default_pct']:+.1f}% vs default"
-        verdict = "clear" if r["clear"] else "tie: " + ", ".join(
-            x.get("label", candidate(x["method"], x["depth"])) for x in r["tied"][:4]
-        ) + (" …" if len(r["tied"]) > 4 else "")
+        gain = r.get("gain_vs_default_text") or ""
+        verdict = (f"clear (p {r['p_best']:.2f})" if r["clear"] and r.get("p_best") is not None else "clear"
+                   if r["clear"] else "tie: " + ", ".join(
+                       x.get("label", candidate(x["method"], x["depth"]))
+                       + (f" (p {x['p_best']:.2f})" if x.get("p_best") is not None else "") for x in r["tied"][:4]
+                   ) + (f" and {len(r['tied']) - 4} more" if len(r["tied"]) > 4 else ""))
         print(f"{r['gpu']:<7} {r['family']:<8} {r['shard'][:16]:<16} {r.get('label', r['method']):<10} {gain:<20} "
               f"{verdict}")
         svs = r.get("static_vs_scheduled")

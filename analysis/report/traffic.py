@@ -28,10 +28,12 @@ def _answer(r: dict, today: str, several: bool) -> Answer:
     gain_text = ("today's default was not scored" if gain is None
                  else f"{signed_pct(gain)} vs {today}{interval_text(r.get('gain_ci_pct'))}")
     if r["clear"]:
-        confidence = "clear winner: the 95 % interval of the difference to the runner-up excludes zero"
+        chance = r.get("p_best")
+        confidence = (f"clear winner: best in {chance:.0%} of the paired replicates"
+                      if isinstance(chance, int | float) else "clear winner")
     else:
         n = len(r["tied"]) - 1
-        confidence = (f"tie with {n} other candidate{'s' if n != 1 else ''} within the 95 % interval"
+        confidence = (f"tie with {n} other candidate{'s' if n != 1 else ''}, each with a real chance of being best"
                       + (f"; today's {today} is among them, so keeping it costs nothing measurable"
                          if r.get("keep_default") else ""))
     load = r.get("load") or {}

@@ -29,6 +29,8 @@ def _gain_text(c: dict, w: dict) -> str:
         return "no speculation is the fastest here"
     if gain is None:
         return "no baseline (none) measured in this group"
+    if c.get("gain_vs_none_text"):  # with its certainty: "not separable from no speculation" when it includes 0
+        return c["gain_vs_none_text"]
     return f"{signed_pct(gain)} vs none{interval_text(c.get('gain_vs_none_ci_pct'))}"
 
 
@@ -51,14 +53,16 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
     if verdict == "clear":
         ahead = (f" ahead of {candidate(ru['method'], ru['depth'])} by {c['margin_pct']:.1f} %"
                  if ru and c.get("margin_pct") is not None else "")
-        confidence = f"clear winner{ahead}: the 95 % interval of the difference excludes zero"
+        chance = w.get("p_best")
+        confidence = (f"clear winner{ahead}: best in {chance:.0%} of the paired replicates"
+                      if isinstance(chance, int | float) else f"clear winner{ahead}")
     elif c.get("tie_text"):
         confidence = c["tie_text"]
     else:
         tied = [candidate(t["method"], t["depth"]) for t in c["tied"] if (t["method"], t["depth"])
                 != (w["method"], w["depth"])]
         shown = ", ".join(tied[:3]) + (f" and {len(tied) - 3} more" if len(tied) > 3 else "")
-        confidence = (f"tie with {shown}: within the 95 % interval, any of them is as good; "
+        confidence = (f"tie with {shown}: each has a real chance of being best; "
                       f"{best} has the best point estimate")
         if chosen:
             why = chosen.get("rule") or chosen.get("reason")

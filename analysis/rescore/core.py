@@ -32,7 +32,7 @@ from analysis.rescore.matrix import CellSamples, Matrix, load_matrices
 from analysis.rescore.score import Candidate, Prediction, ScoreCache, ShardInput, collapse, prime, score, score_many
 from analysis.rescore.trace import TraceBuckets, bucketize
 from analysis.schedule import SCHEDULE_MARGIN_PCT, depth_at, ranges
-from analysis.winners import decide, interval
+from analysis.winners import decide, gain_text, interval
 from ingest.errors import UsageError
 
 METRICS = ("output_throughput", "p99_e2e_ms", "goodput")
@@ -351,15 +351,21 @@ def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list
     rec = {
         "family": family, "gpu": gpu, "shard": shard, "requests": int(si.n_t.sum() + 0.5),
         "method": win.method, "depth": win.depth, "gain_vs_default_pct": _num(gain, 2), "gain_ci_pct": gain_ci,
+        # the gain in words with its certainty: "+12 % [+3, +20] vs mtp·3 (default)" or "not separable from …"
+        "gain_vs_default_text": ("the default is the winner" if di == w else
+                                 gain_text(gain, gain_ci if gain_ci and gain_ci[0] is not None else None,
+                                           f"{scored[di].label} (default)") if di is not None else None),
         "expected": _expected(wp),
         "default_expected": _expected(preds[di]) if di is not None else None,
         # where the default's numbers came from (share of requests per cell provenance); the winner's is below
         "default_provenance": preds[di].provenance if di is not None else None,
         "speculative_config": config, "vllm_args": vllm_args(config),
         "needs_draft_model": needs_draft_model(win, opts.draft_models),
-        "clear": d.clear, "tied": [] if d.clear else [{"method": scored[j].method, "depth": scored[j].depth,
-                                                          "label": scored[j].label,
-                                                          "value": _num(values[j])} for j in d.tied],
+        "clear": d.clear, "p_best": _num(d.p_best[w]) if d.p_best[w] is not None else None,
+        "tied": [] if d.clear else [{"method": scored[j].method, "depth": scored[j].depth,
+                                     "label": scored[j].label, "value": _num(values[j]),
+                                     "p_best": _num(d.p_best[j]) if d.p_best[j] is not None else None}
+                                    for j in d.tied],
         "label": win.label,
         "keep_default": di is not None and di in d.tied,
         "runner_up": {"method": scored[ru].method, "depth": scored[ru].depth, "value": _num(values[ru])}
@@ -383,5 +389,6 @@ def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list
                      **_expected(p), "value": _num(values[j]), "ci_low": _num(lo), "ci_high": _num(hi),
                      "mean_concurrency": _num(p.mean_concurrency, 2),
                      "measured_share": _num(p.provenance.get("measured", 0.0)),
-                     "is_default": ch == opts.default, "is_winner": j == w, "tied": j in d.tied})
+                     "is_default": ch == opts.default, "is_winner": j == w, "tied": j in d.tied,
+                     "p_best": _num(d.p_best[j]) if d.p_best[j] is not None else None})
     return rec, rows

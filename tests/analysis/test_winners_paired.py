@@ -1,8 +1,9 @@
-"""The winner rule's two edges a user pays for: a zero lower bound is a tie, and ties are decided by the paired
-difference of replicates — not by each candidate's own interval against the winner's point.
+"""The p_best rule's edges a user pays for: identical replicates split every column (a tie), and ties are
+decided column by column on the paired replicates — not by each candidate's own interval against the winner's
+point.
 
-The replicates are built so the two rules disagree, with enough of them (20 000) that the percentile interval's
-own noise is far smaller than the margins the verdicts rest on (worked out in each test's docstring).
+The replicates are built so the two rules disagree, with enough of them (20 000) that the share's own noise
+(≤ 0.004 sd) is far smaller than the margins the verdicts rest on (worked out in each test's docstring).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ def _z(seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(B)
 
 
-def test_identical_replicates_tie_although_the_lower_bound_is_exactly_zero():
-    """winner − candidate is 0 in every replicate: the interval is [0, 0], which does not exclude zero."""
+def test_identical_replicates_split_every_column_and_tie():
+    """winner and candidate are level in every replicate: each column is split, p_best 0.5 each → tie."""
     same = 100.0 + 5.0 * _z(1)
     d = decide(np.array([100.0, 100.0]), np.vstack([same, same]), THROUGHPUT)
     assert d.tied == [0, 1] and not d.clear
+    assert d.p_best == [0.5, 0.5]
     # the same for a lower-is-better metric (the sign flip must not turn the 0 into a win)
     d = decide(np.array([300.0, 300.0]), np.vstack([same + 200, same + 200]), P99)
     assert d.tied == [0, 1] and not d.clear
@@ -39,12 +41,14 @@ def test_a_constant_positive_difference_is_clear():
     assert d.tied == [0] and d.clear
 
 
-def test_independent_noise_100_vs_88_sd_5_is_a_tie():
-    """Difference 12 with sd 5·√2 = 7.07: its 95 % interval is 12 ± 13.9 = [−1.9, 25.9] ∋ 0 → tie.
-    The candidate's own interval, 88 ± 9.8 = [78.2, 97.8], excludes the winner's 100: the wrong rule says clear."""
-    reps = np.vstack([100.0 + 5.0 * _z(3), 88.0 + 5.0 * _z(4)])
-    d = decide(np.array([100.0, 88.0]), reps, THROUGHPUT)
+def test_independent_noise_100_vs_90_sd_5_is_a_tie():
+    """Difference 10 with sd 5·√2 = 7.07: the candidate is ahead with chance Φ(−1.41) = 0.079 ≥ 0.05 → tie
+    (the winner's p_best 0.921 < 0.95). The candidate's own interval, 90 ± 9.8 = [80.2, 99.8], excludes the
+    winner's 100: the wrong rule says clear."""
+    reps = np.vstack([100.0 + 5.0 * _z(3), 90.0 + 5.0 * _z(4)])
+    d = decide(np.array([100.0, 90.0]), reps, THROUGHPUT)
     assert d.order == [0, 1] and d.tied == [0, 1] and not d.clear
+    assert abs(d.p_best[1] - 0.079) < 0.01
     _lo, hi = d.intervals[1]
     assert hi < 100.0  # the case really separates the rules: the winner's point is outside the candidate's own band
 
@@ -76,14 +80,18 @@ def test_grouped_verdicts_use_the_paired_difference_too():
         "backend": ["vllm"] * 4, "run_id": ["r"] * 4, "cell_id": ["a1", "a2", "b1", "b2"],
     })
     shared = 10.0 * _z(11)
-    reps = np.vstack([100.0 + 5.0 * _z(12), 88.0 + 5.0 * _z(13),
+    reps = np.vstack([100.0 + 5.0 * _z(12), 90.0 + 5.0 * _z(13),
                       100.0 + shared + 0.5 * _z(14), 97.0 + shared + 0.5 * _z(15)])
-    doc = decide_groups(cells, np.array([100.0, 88.0, 100.0, 97.0]), reps, THROUGHPUT)
+    doc = decide_groups(cells, np.array([100.0, 90.0, 100.0, 97.0]), reps, THROUGHPUT)
     by = {c["workload"]: c for c in doc["cells"]}
     assert not by["indep"]["clear"]
     assert [(t["method"], t["depth"]) for t in by["indep"]["tied"]] == [("mtp", 3), ("eagle3", 2)]
     assert by["shared"]["clear"] and by["shared"]["tied"] == []
     assert by["shared"]["winner"]["method"] == "mtp" and by["shared"]["runner_up"]["method"] == "eagle3"
+    for c in doc["cells"]:  # every candidate listed with its chance, the chances summing to 1
+        assert abs(sum(x["p_best"] for x in c["candidates"]) - 1) < 1e-9
+        assert [t["p_best"] for t in c["tied"]] == [x["p_best"] for x in c["candidates"]][: len(c["tied"])]
+    assert doc["p_best_rule"]["clear_at"] == 0.95 and doc["p_best_rule"]["tie_at"] == 0.05
 
 
 def test_equal_points_keep_their_input_order_even_among_many_candidates():
@@ -107,30 +115,40 @@ def test_a_candidate_without_a_value_ranks_last_and_is_never_tied():
 
 
 def test_without_any_replicates_everyone_is_tied_with_the_winner():
-    """A metric without replicates (an empty array): no difference can be called, the winner first in the tie."""
+    """A metric without replicates (an empty array): no difference can be called, the winner first in the tie,
+    and nobody's chance of being best is known."""
     d = decide(np.array([50.0, 100.0, 75.0]), np.empty((0, 0)), THROUGHPUT)
     assert d.order == [1, 2, 0] and d.tied == [1, 2, 0] and not d.clear
+    assert d.p_best == [None, None, None]
     assert all(np.isnan(lo) and np.isnan(hi) for lo, hi in d.intervals)
 
 
-def test_the_level_decides_how_sure_clear_is():
-    """Difference 3 with sd 2·√2 = 2.83: at 95 % the interval is 3 ± 5.5 (tie); at 50 % it is 3 ± 1.9 (clear)."""
+def test_the_thresholds_decide_how_sure_clear_is():
+    """Difference 3 with sd 2·√2 = 2.83: the winner is best in Φ(1.06) = 0.855 of the columns — not clear at the
+    default 0.95, clear at 0.8; the runner-up (0.145) is tied at tie-at 0.05, not at 0.2 (then it is still
+    named: a tie always names its likeliest other candidate). The level only sets the candidates' intervals."""
     reps = np.vstack([100.0 + 2.0 * _z(30), 97.0 + 2.0 * _z(31)])
     values = np.array([100.0, 97.0])
-    assert not decide(values, reps, THROUGHPUT).clear
+    d = decide(values, reps, THROUGHPUT)
+    assert not d.clear and abs(d.p_best[0] - 0.855) < 0.01
+    assert decide(values, reps, THROUGHPUT, clear_at=0.8).clear
+    assert decide(values, reps, THROUGHPUT, clear_at=0.9, tie_at=0.2).tied == [0, 1]
     half = decide(values, reps, THROUGHPUT, level=0.5)
-    assert half.clear
+    assert not half.clear
     # the candidates' own intervals at that level too: the 25 % and 75 % points
     assert half.intervals == [tuple(np.percentile(r, [25, 75])) for r in reps]
 
 
-def test_replicates_that_agree_now_and_then_put_the_lower_bound_at_zero():
-    """The winner is ahead in 95 % of the paired replicates and exactly level in 5 % of them: the 2.5 % point of
-    the difference is 0, which does not exclude zero — a tie."""
+def test_replicates_that_agree_now_and_then_split_those_columns():
+    """The winner is ahead in 90 % of the paired replicates and exactly level in 10 % of them: those columns are
+    split, p_best = 0.90 + 0.05 = 0.95 (clear, exactly at the threshold) and the candidate's 0.05 (at tie-at,
+    but a clear winner names no tie). Level in 20 %: 0.90 vs 0.10 — a tie."""
     cand = 100.0 + 5.0 * _z(32)
-    ahead = np.where(np.arange(B) % 20 == 0, 0.0, 1.0 + np.abs(_z(33)))
-    d = decide(np.array([101.0, 100.0]), np.vstack([cand + ahead, cand]), THROUGHPUT)
-    assert d.tied == [0, 1] and not d.clear
+    for every, p_win, clear in ((10, 0.95, True), (5, 0.90, False)):
+        ahead = np.where(np.arange(B) % every == 0, 0.0, 1.0 + np.abs(_z(33)))
+        d = decide(np.array([101.0, 100.0]), np.vstack([cand + ahead, cand]), THROUGHPUT)
+        assert abs(d.p_best[0] - p_win) < 1e-9 and d.clear is clear
+        assert d.tied == ([0] if clear else [0, 1])
 
 
 def test_one_rows_interval_at_any_level_is_numpys_percentiles():
