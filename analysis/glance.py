@@ -41,16 +41,29 @@ def summary(doc: dict) -> dict:
     defaults = [c["default"] for c in cells if c.get("default") and c["default"].get("pick_gain_pct") is not None]
     default_label = defaults[0]["label"] if defaults else None
     median_left = round(statistics.median(d["pick_gain_pct"] for d in defaults), 1) if defaults else None
-    default_inseparable = sum(1 for d in defaults if d["tied"] or d["equivalent"])
+    default_inseparable = sum(1 for d in defaults if _not_separable(d))
+    tied_sizes = [len(c["tied"]) for c in cells if c.get("verdict") == "tie" and c.get("tied")]
     out = {
         "cells": len(cells), "groups": len(by_group), "loads": loads, "simulated": bool(doc.get("simulated")),
         "metric": doc.get("metric"), "margin_pct": margin, **{f"{k}_cells": n for k, n in verdicts.items()},
         "pick_methods": methods, "pick_depths": depths, "groups_with_several_loads": len(multi),
         "groups_pick_changes_with_load": changing, "default": default_label, "default_cells": len(defaults),
         "default_median_left_pct": median_left, "default_not_separable_cells": default_inseparable,
+        # how many candidates a tie names (p_best ≥ tie-at): "tie" with 3 chances reads differently from 40
+        "median_tied": statistics.median(tied_sizes) if tied_sizes else None,
+        "tie_at": (doc.get("p_best_rule") or {}).get("tie_at"),
     }
     out["text"] = sentence(out)
     return out
+
+
+def _not_separable(d: dict) -> bool:
+    """The default cannot be told from the pick: its gain interval includes 0 (the one meaning of "not
+    separable"), or — without an interval — the default is tied or equivalent."""
+    ci = d.get("pick_gain_ci_pct")
+    if ci and ci[0] is not None and ci[1] is not None:
+        return ci[0] <= 0 <= ci[1]
+    return bool(d.get("tied") or d.get("equivalent"))
 
 
 def sentence(s: dict) -> str:
@@ -64,6 +77,9 @@ def sentence(s: dict) -> str:
               f"{s['tie_cells']} tied under the evidence"]
     if s["tie_cells"] == n:
         verdict = f"no cell has a clear winner: all {where} are ties the evidence cannot separate"
+        if s.get("median_tied") is not None and s.get("tie_at") is not None:
+            verdict += (f", each between a median {s['median_tied']:g} candidates with a real chance of being best "
+                        f"(p ≥ {s['tie_at']:g})")
     elif s["clear_cells"] == n:
         verdict = f"a clear winner in every one of {where}"
     else:

@@ -11,9 +11,10 @@ for the default metric (output throughput), and so what every baseline computes 
   replicate sums are mean + L·z with L from the eigendecomposition of the Gram matrix Σ x xᵀ of the summed
   quantities x = (tokens, e2e[, drafted, accepted]) — the drafted/accepted rows are part of x when every request
   of a speculative cell carries them, as in spectune (the rows change L's shape, hence the draws);
-* the winner rule of analysis/winners.py: best point per group (GPU × family × workload × load); a candidate is
-  tied when the 2.5th percentile of the paired replicate difference (winner − candidate) is ≤ 0 or when fewer
-  than 10 differences are finite; the winner is clear when nobody is tied.
+* the winner rule of analysis/winners.py (p_best): best point per group (GPU × family × workload × load); each
+  candidate's p_best is the share of replicate columns (paired by index) in which it is the best (a tie in a
+  column splits it; NaN never wins; an all-NaN column is ignored); the winner is clear when its p_best ≥ 0.95
+  (and every other candidate has a finite replicate).
 
 So the only thing an engine does is **the scan**: from the raw rows to per cell n, Σx and the 10 distinct
 entries of Σ x xᵀ (the "per-cell moments"). The normal draws use each cell's seed (``cellstats.seed_for``) in
@@ -165,19 +166,23 @@ def replicates(m: dict[str, np.ndarray], i: int, depth: int, point: float, signs
         return point * (sums[0] / sums[1]) / (s[0] / s[1])
 
 
-def decide(points: np.ndarray, reps: np.ndarray) -> tuple[int, bool]:
-    """(winner index, clear) by the winner rule: a candidate is tied unless the winner's paired difference has a
-    finite 2.5th percentile above 0 (numpy's linear percentile over ≥ 10 finite differences)."""
-    order = np.argsort(-np.where(np.isfinite(points), points, -np.inf), kind="stable")
+def decide(points: np.ndarray, reps: np.ndarray, clear_at: float = 0.95) -> tuple[int, bool]:
+    """(winner index, clear) by the p_best rule: the best point estimate is clear when it is the best in at least
+    ``clear_at`` of the replicate columns (ties in a column split it, NaN never wins, empty columns ignored)."""
+    finite = np.isfinite(points)
+    order = np.argsort(-np.where(finite, points, -np.inf), kind="stable")
     w = int(order[0])
-    for c in order[1:]:
-        if not np.isfinite(points[c]):
-            continue
-        diff = reps[w] - reps[c]
-        diff = diff[np.isfinite(diff)]
-        if diff.size < 10 or np.percentile(diff, 2.5) <= 0:
-            return w, False
-    return w, True
+    if finite.sum() <= 1:
+        return w, True
+    r = np.where(finite[:, None], reps, np.nan)
+    ok = np.isfinite(r)
+    if not ok[w].any() or any(finite[c] and not ok[c].any() for c in range(len(points))):
+        return w, False  # a candidate without replicates cannot be ruled out
+    cols = ok.any(axis=0)
+    s = np.where(ok, r, -np.inf)[:, cols]
+    win = (s == s.max(axis=0)) & ok[:, cols]
+    p_best = (win / win.sum(axis=0)).sum(axis=1) / cols.sum()
+    return w, bool(p_best[w] >= clear_at - 1e-12)
 
 
 def verdicts(moments: dict[str, np.ndarray], cells: dict[str, np.ndarray]) -> dict[tuple, dict]:

@@ -76,3 +76,18 @@ def test_cli_margin_flag_changes_equivalence_and_text_uses_one_notation(default_
     body = "\n".join(line for line in text.stdout.splitlines() if "vllm serve" not in line)
     assert not re.search(OLD_NOTATION, body), re.search(OLD_NOTATION, body)
     assert "— pick " in text.stdout and "sensible pick" in text.stdout
+
+
+def test_not_separable_means_the_gain_interval_includes_zero_and_ties_say_their_size():
+    """One meaning of "not separable" (docs/metrics.md): the pick's gain over the default has an interval
+    containing 0 — whatever the tied flag says; the flag counts only without an interval."""
+    cells = [_cell("A", "Qwen", "code", c, "tie", ("mtp", 4), 5.0) for c in (1, 16, 64)]
+    cells[0]["default"]["pick_gain_ci_pct"] = [-2.0, 11.0]  # includes 0: not separable
+    cells[1]["default"].update(pick_gain_ci_pct=[1.0, 9.0], tied=True)  # excludes 0: separable, tied or not
+    cells[2]["default"]["tied"] = True  # no interval: the tied flag decides
+    for c, n in zip(cells, (3, 5, 9), strict=True):
+        c["tied"] = [{"method": "mtp", "depth": d} for d in range(n)]
+    doc = {**_doc(cells), "p_best_rule": {"clear_at": 0.95, "tie_at": 0.05}}
+    s = summary(doc)
+    assert s["default_not_separable_cells"] == 2 and s["median_tied"] == 5
+    assert "each between a median 5 candidates with a real chance of being best (p ≥ 0.05)" in s["text"]
