@@ -100,7 +100,8 @@ COLUMN_TITLES: dict[str, str] = {
     "stops_paying_at": "Stops paying at (concurrency)", "recommended": "Recommended",
     "schedule": "Schedule (batch size: depth)", "static_depth": "Static depth",
     # comparisons: A before B (two runs, two traces), winners per side
-    "winner_a": "Winner in A", "winner_b": "Winner in B", "a": "A", "b": "B", "from": "From", "to": "To",
+    "winner_a": "Winner in A", "winner_b": "Winner in B", "pick_a": "Pick in A", "pick_b": "Pick in B",
+    "cell_verdict_a": "Verdict in A", "cell_verdict_b": "Verdict in B", "a": "A", "b": "B", "from": "From", "to": "To",
     "status": "Status", "change_pct": "Change B − A (%)", "significant": "Significant?", "changed": "Changed?",
     "within_tie": "Within a tie?", "gain_a_pct": "Gain in A (%)", "gain_b_pct": "Gain in B (%)",
     "share_a": "Share in A", "share_b": "Share in B", "delta_pp": "Change (points)",

@@ -58,3 +58,19 @@ def test_ratios_state_gpus_per_server_and_the_ratio_per_gpu(default_db):
     assert qwen["ratio"].median() < 1.1 and qwen["ratio_per_gpu"].median() > 1.8
     assert lat["ratio_per_gpu"].null_count() == lat.height  # a latency is not divided by GPUs
     assert gpu_compare.servers(r).filter(pl.col("family") == "Qwen").rows() == [("Qwen", 4, 2)]
+
+
+def test_winner_changes_carry_each_sides_pick_and_verdict_as_the_heatmap_shows_them(default_db):
+    """The GPUs page and the Winners heatmap name the same pick and verdict for a cell (one vocabulary)."""
+    from analysis.winners import winners
+
+    with store.session(default_db, read_only=True) as con:
+        docs = [winners(con, "output_throughput", frames.Filters(gpus=(g,), concurrency=(1,)))
+                for g in ("MI300X", "MI355X")]
+    out = gpu_compare.winner_changes(*docs)
+    assert out.height == 12
+    for side, doc in zip("ab", docs, strict=True):
+        by = {(c["family"], c["workload"]): c for c in doc["cells"]}
+        for r in out.iter_rows(named=True):
+            c = by[(r["family"], r["workload"])]
+            assert r[f"pick_{side}"] == c["pick"]["label"] and r[f"cell_verdict_{side}"] == c["verdict"]
