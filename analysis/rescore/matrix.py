@@ -5,8 +5,9 @@ cell (method, depth, workload, concurrency) becomes a :class:`CellSamples`: its 
 TTFT and TPOT (TPOT derived from e2e when missing), their output and input lengths, its acceptance
 length τ, and its bootstrap replicates of output throughput and p99 e2e as ratios to the point value
 (so a prediction built from the cell can carry the cell's own sampling noise). A cell stored without
-per-request rows (an import) falls back to one sample of its mean TTFT/TPOT and has no replicates,
-which the winner rule then cannot call clearly better than anything.
+per-request rows (an import, a published figure) falls back to one sample of its mean TTFT/TPOT, and its
+replicate ratios come from the stated run-to-run noise of point figures (exp(N(0, σ)), σ =
+``analysis.winners.POINT_NOISE_PCT``, seeded by the cell id; docs/metrics.md), as in ``analysis winners``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from analysis import frames
+from analysis.winners import POINT_NOISE_PCT, point_noise_replicates
 from ingest.sql import ArrowStream
 
 Key = tuple[str, int, str, int]  # method, depth, workload, concurrency
@@ -97,10 +99,13 @@ def load_matrices(con: duckdb.DuckDBPyConnection, families: tuple[str, ...] = ()
     if cells.height == 0:
         return {}
     reps = frames.replicates_of(con, cells, REPLICATED)
-    n_rep = max(r.shape[1] for r in reps.values())
+    ids = cells["cell_id"].to_list()
     for metric, r in reps.items():
-        if r.size:
-            reps[metric] = _ratios(r, cells[metric].fill_null(np.nan).to_numpy().astype(float))
+        point = cells[metric].fill_null(np.nan).to_numpy().astype(float)
+        # a point figure (no replicate): the stated run-to-run noise, as the winner rule gives it
+        filled, _ = point_noise_replicates(point, r, ids, POINT_NOISE_PCT)
+        reps[metric] = _ratios(filled, point)
+    n_rep = max(r.shape[1] for r in reps.values())
     samples = _requests(con, cells)
     # frames.cells does not carry a cell's output-token total; only cells without requests need it
     totals = _output_tokens(con, cells) if any(got is None for got in samples) else {}
