@@ -88,7 +88,7 @@ COLUMN_TITLES: dict[str, str] = {
     "schedule_gain_pct": "Schedule gain (%)", "default_gap_pct": "Default behind the pick (%)",
     "margin_pct": "Ahead of runner-up (%)", "keep_default": "Keep the default?",
     # the one vocabulary (docs/metrics.md "One vocabulary"): best, p_best, clear / tie / equivalent, pick
-    "verdict": "Verdict (clear / equivalent / tie)", "best": "Best (point estimate)",
+    "verdict": "Verdict", "best": "Best (point estimate)",
     "p_best": "Chance of being best (p)", "p_best_winner": "Best's chance of being best (p)",
     "clear": "Clear (p ≥ clear-at)", "tied": "Tied (p ≥ tie-at)", "equivalent": "Equivalent (within margin)",
     "pick": "Pick", "pick_rule": "Why this pick", "tie_text": "Verdict in words", "top1": "#1 [95 % CI]",

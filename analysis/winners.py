@@ -77,8 +77,8 @@ def p_best(reps: np.ndarray, higher_is_better: bool) -> np.ndarray:
 def rule(clear_at: float = CLEAR_AT, tie_at: float = TIE_AT) -> dict:
     """The p_best rule as stated in every JSON output."""
     return {"clear_at": clear_at, "tie_at": tie_at,
-            "text": f"clear when the best point estimate is best in ≥ {clear_at:.0%} of the paired replicates "
-                    f"(p_best ≥ {clear_at:g}); tied: every candidate with p_best ≥ {tie_at:g}"}
+            "text": f"clear when the best point estimate is the best in ≥ {clear_at * 100:g} % of the paired "
+                    f"replicates (p_best ≥ {clear_at:g}); tied: every candidate with p_best ≥ {tie_at:g}"}
 
 
 def intervals(reps: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ once with the production counters (the ``--acceptance auto`` path: analysis/resc
 candidate's acceptance by production / benchmark). The status is:
 
 * ``winner_changed`` — under production acceptance another (method, depth) wins *clearly* (the winner
-  rule's interval excludes the runner-up and it is not practically equivalent), and it is not the
+  rule's p_best ≥ 0.95 and the deployed one is not tied with it), and it is not the
   winner under benchmark acceptance: the only drift worth an alert (exit 3);
 * ``no_change`` — the same winner, or no clear one (``clear: false`` says it is a tie);
 * ``no_benchmark`` / ``no_traffic`` — nothing to compare against, or no drafted tokens in the period.

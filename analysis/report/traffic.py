@@ -29,7 +29,7 @@ def _answer(r: dict, today: str, several: bool) -> Answer:
                  else f"{signed_pct(gain)} vs {today}{interval_text(r.get('gain_ci_pct'))}")
     if r["clear"]:
         chance = r.get("p_best")
-        confidence = (f"clear winner: best in {chance:.0%} of the paired replicates"
+        confidence = (f"clear winner: best in {chance * 100:.0f} % of the paired replicates"
                       if isinstance(chance, int | float) else "clear winner")
     else:
         n = len(r["tied"]) - 1

@@ -56,7 +56,7 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
         ahead = (f" ahead of {candidate(ru['method'], ru['depth'])} by {c['margin_pct']:.1f} %"
                  if ru and c.get("margin_pct") is not None else "")
         chance = w.get("p_best")
-        confidence = (f"clear winner{ahead}: best in {chance:.0%} of the paired replicates"
+        confidence = (f"clear winner{ahead}: best in {chance * 100:.0f} % of the paired replicates"
                       if isinstance(chance, int | float) else f"clear winner{ahead}")
     elif c.get("tie_text"):
         confidence = c["tie_text"]

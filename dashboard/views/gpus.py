@@ -38,7 +38,9 @@ workloads = [x for x in dims["workload"] if not v["wl"] or x in v["wl"]]
 name = export.slug(PAGE, v["metric"], a, "vs", b, f"c{v['conc']}")
 ratios = pl.DataFrame()
 changes = pl.DataFrame()
-winner_titles = {"winner_a": f"Winner on {a}", "winner_b": f"Winner on {b}"}  # the GPUs' names head the columns
+winner_titles = {"winner_a": f"Winner on {a}", "winner_b": f"Winner on {b}",  # the GPUs' names head the columns
+                 "pick_a": f"Pick on {a}", "pick_b": f"Pick on {b}",
+                 "cell_verdict_a": f"Verdict on {a}", "cell_verdict_b": f"Verdict on {b}"}
 eff = pl.DataFrame()
 if a == b:
     st.info("Pick two different GPUs.")

@@ -57,7 +57,8 @@ def test_gpus_page_compares_any_two_gpus():
     assert ratio["rows"] and all(r["ratio"] > 0 for r in ratio["rows"])
     changes = at.dataframe[0].value  # human titles; the winner columns are named after the GPUs compared
     assert list(changes.columns) == ["Model family", "Workload", "Concurrency", "Winner on MI300X",
-                                     "Winner on MI355X", "Method changes?", "Verdict"]
+                                     "Winner on MI355X", "Method changes?", "Verdict", "Pick on MI300X",
+                                     "Pick on MI355X", "Verdict on MI300X", "Verdict on MI355X"]
     assert set(changes["Verdict"]) <= {"same", "changes", "not clear"}
     at.sidebar.selectbox(key="gpus.b").set_value("MI300X").run()
     assert any("two different GPUs" in i.value for i in at.info)
