@@ -17,7 +17,7 @@ from ingest.cli import answers
 from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
 from ingest.errors import InputError, UsageError, store_failure
-from ingest.paths import announce_first_start, default_db_path
+from ingest.paths import default_db_path
 from ingest.pipes import run_quietly
 
 
@@ -113,7 +113,6 @@ def build_parser(argv: list[str] | None = None, *, only_selected: bool = False) 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv, only_selected=True).parse_args(argv)
-    announce_first_start(getattr(args, "db", None))
     try:
         code = resolve(COMMANDS[args.command])[1](args)
     except (InputError, UsageError) as exc:

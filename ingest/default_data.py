@@ -115,6 +115,7 @@ def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
         con.execute("CHECKPOINT")
     finally:
         con.close()
+        store.clear_holder(path)
     _write_stamp(path, stamp)
     print(f"note: the embedded default data changed; refreshed its runs in {path} (other runs kept)",
           file=sys.stderr)

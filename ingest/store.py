@@ -7,6 +7,12 @@ another process is waited on with a message on stderr naming the holder (PID and
 lock error and the ``<store>.holder`` sidecar each writer leaves while it has the store open), up to
 ``$SPECTUNE_LOCK_TIMEOUT`` seconds (default 60); then a :class:`StoreLockedError` (exit 2) says who holds
 it and what to do. Read-only commands wait too: DuckDB gives no snapshot of a file another process writes.
+
+The sidecar is written, read and removed through ingest/safefile.py (a link, FIFO or device at its name is left
+alone, with one warning). A store path that is not a usable spectune store — a folder, FIFO or device, an empty or
+non-DuckDB file, a foreign DuckDB file (refused, never converted), a missing core table, a non-numeric schema
+version, a file DuckDB cannot open — is a :class:`StoreError`: one line ``error: <store>: <what is wrong>``, exit 2,
+nothing written (:func:`check_file` runs before DuckDB opens the file, so nothing blocks on a FIFO or reads a device).
 """
 
 from __future__ import annotations
@@ -116,7 +122,8 @@ def _is_own_holder(raw: bytes) -> bool:
     return isinstance(record, dict) and record.get("pid") == os.getpid() and "command" in record
 
 
-def _clear_holder(path: Path) -> None:
+def clear_holder(path: Path) -> None:
+    """Remove the holder sidecar when it is this process's own record (never anyone else's, never a link)."""
     safefile.remove_if_ours(holder_path(path), _is_own_holder, limit=HOLDER_MAX_BYTES)
 
 
@@ -143,9 +150,10 @@ DUCKDB_MAGIC = b"DUCK"  # bytes 8–11 of every DuckDB database file
 
 
 def check_file(path: Path) -> None:
-    """Refuse, before DuckDB opens it, a store path DuckDB would hang on, grow or misread: a folder, a FIFO or
-    device (also through a link), an empty file, a file that is not DuckDB's, or a write-ahead log beside it that
-    is not a regular file. A missing path passes (the caller decides). Raises :class:`StoreError`."""
+    """Refuse, before DuckDB opens it, a store path DuckDB would block on or misread: a folder, a FIFO or a device
+    (also through a link), or a write-ahead log beside it that is not a regular file. A missing path passes (the
+    caller decides); a regular file is DuckDB's to judge (:func:`_unusable` words its refusal). Raises
+    :class:`StoreError`."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -154,18 +162,6 @@ def check_file(path: Path) -> None:
         raise StoreError(f"{path}: cannot be read ({exc.strerror})") from None
     if not stat.S_ISREG(st.st_mode):
         raise StoreError(f"{path}: is {safefile.describe(st.st_mode)}, not a store file")
-    if st.st_size == 0:
-        raise StoreError(f"{path}: is an empty file, not a spectune store (remove it to start a new store there)")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            head = os.pread(fd, 16, 0) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot be read ({exc.strerror})") from None
-    if head[8:12] != DUCKDB_MAGIC:
-        raise StoreError(f"{path}: is not a DuckDB file (not a spectune store)")
     wal = Path(str(path) + ".wal")
     try:
         wal_mode = os.stat(wal).st_mode
@@ -174,6 +170,23 @@ def check_file(path: Path) -> None:
     if not stat.S_ISREG(wal_mode):
         raise StoreError(f"{wal}: the store's write-ahead log is {safefile.describe(wal_mode)}, not a regular file; "
                          "remove it")
+
+
+def _unusable(path: Path, exc: BaseException, read_only: bool) -> StoreError:
+    """Why DuckDB would not open a regular file, in words: empty, not DuckDB's, or DuckDB's own reason.
+    (Judged after DuckDB tried, not before: a store another process is creating is empty for an instant, and
+    DuckDB then reports its lock, which is waited on.)"""
+    try:
+        with open(path, "rb") as fh:  # a regular file (check_file): this cannot block
+            head = fh.read(16)
+    except OSError:
+        head = None
+    if head == b"":
+        return StoreError(f"{path}: is an empty file, not a spectune store (remove it to start a new store there)")
+    if head is not None and head[8:12] != DUCKDB_MAGIC:
+        return StoreError(f"{path}: is not a DuckDB file (not a spectune store)")
+    how = "for reading" if read_only else "for writing"
+    return StoreError(f"{path}: cannot be opened {how}: {_duckdb_reason(exc, path)}")
 
 
 def _duckdb_reason(exc: BaseException, path: Path | None = None) -> str:
@@ -197,8 +210,7 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
             con = sql.quiet_connect(str(path), read_only=read_only)
         except duckdb.Error as exc:  # another process holds the write lock, or the file is not usable
             if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
-                how = "for reading" if read_only else "for writing"
-                raise StoreError(f"{path}: cannot be opened {how}: {_duckdb_reason(exc, path)}") from None
+                raise _unusable(path, exc, read_only) from None
             holder = _holder(path, exc)
             if time.monotonic() > deadline:
                 raise StoreLockedError(
@@ -332,8 +344,11 @@ def _upgrade(path: Path, wait_s: float) -> None:
     except duckdb.IOException as exc:
         raise UsageError(f"{path}: store schema is older than this spectune and cannot be upgraded here "
                          f"({exc}); open it once writable") from None
-    with contextlib.closing(rw):
-        ensure_schema(rw, path)
+    try:
+        with contextlib.closing(rw):
+            ensure_schema(rw, path)
+    finally:
+        clear_holder(path)
 
 
 def _open_reader(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
@@ -385,7 +400,7 @@ def connect(
         ensure_schema(con, path)
     except Exception:
         con.close()
-        _clear_holder(path)  # a refused store (foreign, damaged) is left as it was found: no sidecar either
+        clear_holder(path)  # a refused store (foreign, damaged) is left as it was found: no sidecar either
         raise
     return con
 
@@ -399,7 +414,7 @@ def session(db: str | Path | None = None, *, read_only: bool = False) -> Iterato
     finally:
         con.close()
         if not read_only:
-            _clear_holder(Path(db) if db else default_db_path())
+            clear_holder(Path(db) if db else default_db_path())
 
 
 @contextlib.contextmanager
