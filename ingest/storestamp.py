@@ -7,9 +7,10 @@ A stamp changes whenever the store's content can have changed, including the cas
   new metadata's place; duckdb's storage format: the first 12 KiB of the file). The stamp hashes those bytes, so a
   change written in place is seen even when the file's size and mtime are put back (``os.utime``) or the file
   system keeps one-second times.
-- **The write-ahead log**, before a checkpoint folds it in: its bytes are hashed (a WAL is small; one larger than
-  :data:`MAX_WAL_BYTES` gives no stamp, so nothing is cached). Both WALs are read: beside the path given and beside
-  the real file when the path is a link (DuckDB puts it beside the path the writer opened).
+- **The write-ahead log**, before a checkpoint folds it in: its bytes are hashed — all of them up to
+  :data:`WHOLE_WAL_BYTES`; of a larger one (DuckDB only appends to it between checkpoints) its size, first and last
+  :data:`WAL_EDGE_BYTES`. Both WALs are read: beside the path given and beside the real file when the path is a
+  link (DuckDB keeps it beside the real file).
 - The real file's identity and times, ``ctime`` included (``os.utime`` cannot set it back).
 
 None when there is no store at the path, or it is not a regular file: then nothing is cached.
@@ -24,7 +25,8 @@ import stat
 from ingest import safefile
 
 HEADER_BYTES = 3 * 4096  # duckdb: the main header and its two alternating database headers
-MAX_WAL_BYTES = 64 * 2**20
+WHOLE_WAL_BYTES = 8 * 2**20
+WAL_EDGE_BYTES = 2**20
 
 
 def _times(st: os.stat_result) -> list[int]:
@@ -32,17 +34,24 @@ def _times(st: os.stat_result) -> list[int]:
 
 
 def _wal(path: str) -> list | bool | None:
-    """[identity, times, sha256] of a WAL; None when there is none; False when it cannot be stamped."""
+    """[identity, times, sha256] of a WAL; None when there is none; False when it is not a regular file."""
     try:
-        data = safefile.read_bytes(path, MAX_WAL_BYTES, follow=True)
-        if data is None:
-            return None
-        st = os.stat(path)
-    except FileNotFoundError:  # checkpointed away between the two looks
-        return None
+        fd = safefile.open_regular(path, 2**62, follow=True)
     except (safefile.Refused, OSError):
         return False
-    return [_times(st), hashlib.sha256(data).hexdigest()]
+    if fd is None:
+        return None
+    try:
+        st = os.fstat(fd)
+        h = hashlib.sha256()
+        if st.st_size <= WHOLE_WAL_BYTES:
+            h.update(os.pread(fd, WHOLE_WAL_BYTES + 1, 0))
+        else:  # appended between checkpoints: its size and both ends change with every commit
+            h.update(os.pread(fd, WAL_EDGE_BYTES, 0))
+            h.update(os.pread(fd, WAL_EDGE_BYTES, st.st_size - WAL_EDGE_BYTES))
+        return [_times(st), h.hexdigest()]
+    finally:
+        os.close(fd)
 
 
 def store_stamp(db: str | os.PathLike[str]) -> str | None:
