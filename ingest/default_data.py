@@ -239,8 +239,8 @@ def stderr_progress(path: Path) -> Iterator[Progress]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("first start: building the default store"), BarColumn(),
-                  TextColumn("{task.description}"), TimeElapsedColumn(),
+    with Progress(SpinnerColumn(), TextColumn("first start:"), BarColumn(bar_width=12), TimeElapsedColumn(),
+                  TextColumn("{task.description}"),
                   console=Console(stderr=True), transient=False) as bar:
         task = bar.add_task("", total=BUILD_STEPS)
 
