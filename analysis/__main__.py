@@ -16,7 +16,8 @@ from pathlib import Path
 from analysis.metrics import METRICS
 from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
-from ingest.errors import InputError, UsageError
+from ingest.errors import InputError, UsageError, store_failure
+from ingest.paths import announce_first_start, default_db_path
 from ingest.pipes import run_quietly
 
 
@@ -236,7 +237,6 @@ CACHED_COMMANDS = frozenset({"winners", "curve"})
 def cached_run(argv: list[str], args: argparse.Namespace, run) -> int:
     """``run()`` through the answer cache, keyed on these argument words and the store they open."""
     from analysis.cli.answer_cache import cached
-    from ingest.paths import default_db_path
 
     return cached(["analysis", *argv], Path(args.db) if args.db is not None else default_db_path(), run)
 
@@ -244,6 +244,7 @@ def cached_run(argv: list[str], args: argparse.Namespace, run) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv, only_selected=True).parse_args(argv)
+    announce_first_start(getattr(args, "db", None))
     try:
         def run() -> int:
             return resolve(COMMANDS[args.command])[1](args)
@@ -252,7 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2
-    except ValueError as exc:
+    except Exception as exc:  # a DuckDB error is about the store: one line naming it (ingest/errors.py)
+        failure = store_failure(exc, args.db if getattr(args, "db", None) is not None else default_db_path())
+        if failure is not None:
+            print(failure.one_line(), file=sys.stderr)
+            return 2
+        if not isinstance(exc, ValueError):
+            raise
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
 

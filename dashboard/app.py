@@ -1,4 +1,5 @@
-"""spectune dashboard entry point: ``streamlit run dashboard/app.py``. Builds the navigation only.
+"""spectune dashboard entry point: ``streamlit run dashboard/app.py``. Builds the navigation (and, on a first start,
+the default store, with its progress on screen: dashboard/first_start.py).
 
 Pages are listed once in :data:`PAGES` (file, title, icon); pages owned by other parts of the project
 ("Your traffic", "Runs & drift") are included only when their file exists.
@@ -36,4 +37,7 @@ def pages() -> list[st.Page]:
 
 
 st.set_page_config(page_title="spectune", page_icon="⚡", layout="wide")
+from dashboard.first_start import ensure_store  # noqa: E402  (light: before any page imports the engines)
+
+ensure_store()  # first start: the default store is built with its steps on screen, not behind a blank page
 st.navigation(pages()).run()

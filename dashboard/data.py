@@ -2,15 +2,15 @@
 
 :class:`StoreReader` (one per DB path, ``st.cache_resource``) opens a short-lived **read-only** DuckDB
 connection per query, so a runner process can take the write lock between queries. Query results are
-cached with ``st.cache_data`` keyed by the filter values and a *stamp* of the DB file (size and mtime of
-the file and its WAL): new results written by a runner change the stamp, which refreshes every view.
+cached with ``st.cache_data`` keyed by the filter values and a *stamp* of the store's content
+(ingest/storestamp.py): new results written by a runner change the stamp, which refreshes every view. The first
+start builds the default store with its progress shown in a status box.
 Each function only calls into :mod:`analysis`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,8 @@ import streamlit as st
 
 from analysis import drilldown, explore, frames, gpu_compare, load, pareto, provenance, published, winners
 from analysis.cellvalues import Slo
-from ingest import store
+from dashboard import first_start
+from ingest import store, storestamp
 
 TTL_S = 600
 
@@ -38,20 +39,14 @@ class StoreReader:
         finally:
             con.close()
 
-    def stamp(self) -> tuple[int, int, int]:
-        """Changes whenever the store file (or its WAL) changes: part of every cache key."""
-        out = []
-        for p in (Path(self.path), Path(self.path + ".wal")):
-            try:
-                s = p.stat()
-                out.extend([s.st_size, s.st_mtime_ns])
-            except FileNotFoundError:
-                out.extend([0, 0])
-        return (out[0], out[1], out[2] + out[3])
+    def stamp(self) -> str:
+        """Changes whenever the store's content changes (ingest/storestamp.py: DuckDB's checkpoint headers, the
+        WALs' bytes, the real file's times): part of every cache key."""
+        return storestamp.store_stamp(self.path) or ""
 
 
 def db_path() -> str:
-    return str(Path(os.environ.get("SPECTUNE_DB") or store.default_db_path()).resolve())
+    return first_start.db_path()
 
 
 @st.cache_resource(show_spinner="Opening the results store (first start builds it from data/, ~10 s)…")
@@ -62,10 +57,12 @@ def _reader(path: str) -> StoreReader:
 
 
 def reader() -> StoreReader:
-    return _reader(db_path())
+    path = db_path()
+    first_start.ensure_store(path)  # normally done by app.py already; a store removed meanwhile is rebuilt here
+    return _reader(path)
 
 
-def stamp() -> tuple[int, int, int]:
+def stamp() -> str:
     return reader().stamp()
 
 

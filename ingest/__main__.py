@@ -16,7 +16,8 @@ from pathlib import Path
 from ingest.cli import answers
 from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
-from ingest.errors import InputError, UsageError
+from ingest.errors import InputError, UsageError, store_failure
+from ingest.paths import default_db_path
 from ingest.pipes import run_quietly
 
 
@@ -116,6 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         code = resolve(COMMANDS[args.command])[1](args)
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
+        return 2
+    except Exception as exc:  # a DuckDB error is about the store: one line naming it (ingest/errors.py)
+        failure = store_failure(exc, args.db if getattr(args, "db", None) is not None else default_db_path())
+        if failure is None:
+            raise
+        print(failure.one_line(), file=sys.stderr)
         return 2
     if code == 0 and args.command in WRITES_STORE:  # the next winners call replays instead of computing
         answers.precompute(args.db)

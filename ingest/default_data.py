@@ -1,14 +1,17 @@
 """The embedded default data: a simulated run of the default matrix, committed as Parquet under data/default/.
 
 On first use of the default store path the DuckDB file is built from those files (bootstrap replicates are
-recomputed, deterministically, rather than shipped, and multiplied by the shipped model-draw factors), into a
-temporary file that is renamed into place, under
-a file lock so two processes never build it at once. ``scripts/build_default_data.py`` regenerates the Parquet.
+recomputed, deterministically, rather than shipped, and multiplied by the shipped model-draw factors), in a private
+temporary folder beside it and renamed into place, under a file lock (``<store>.lock``) so two processes never build
+it at once; each step is reported as it starts (a CLI shows it on stderr, the dashboard in a status box).
+``scripts/build_default_data.py`` regenerates the Parquet.
 
 When the Parquet changes later (a ``git pull``, a regeneration), :func:`refresh_if_stale` replaces the default
 runs in the existing store and keeps every other run a user landed there. The check on every open is cheap: a
 sidecar file (``<store>.default-stamp``) holds the files' sizes and mtimes; only when they differ is the
-content hashed and compared with the hash the store recorded (meta ``default_data_sha256``).
+content hashed and compared with the hash the store recorded (meta ``default_data_sha256``). The stamp and the lock
+are made and read through ingest/safefile.py: a link, FIFO or device at their names is never followed or read (a bad
+stamp is ignored with one warning; a bad lock is an error, since two builds must not race).
 """
 
 from __future__ import annotations
@@ -17,12 +20,18 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shutil
+import stat
 import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import polars as pl
 
-from ingest import ddl, paths, sql, store
+from ingest import ddl, paths, safefile, sql, store
+from ingest.errors import UsageError
 
 DEFAULT_DIR = paths.DATA_DIR / "default"
 TABLES = ("runs", "cells", "positions", "requests", "model_draws")
@@ -55,9 +64,18 @@ def stamp_path(path: Path) -> Path:
     return path.with_name(path.name + ".default-stamp")
 
 
+STAMP_MAX_BYTES = 4096  # a stamp is five "name:size:mtime" words; anything bigger is not ours
+
+
 def _write_stamp(path: Path, stamp: str) -> None:
-    with contextlib.suppress(OSError):  # a read-only folder: the content check runs again next time, nothing worse
-        stamp_path(path).write_text(stamp)
+    # ingest/safefile.py: a link, FIFO or device at the name is left alone (said once); a read-only folder is
+    # silent. Either way the content check runs again next time, nothing worse.
+    safefile.write_sidecar(stamp_path(path), stamp.encode())
+
+
+def _read_stamp(path: Path) -> str | None:
+    raw = safefile.read_sidecar(stamp_path(path), STAMP_MAX_BYTES)
+    return raw.decode("utf-8", "replace") if raw is not None else None
 
 
 def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
@@ -67,11 +85,8 @@ def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
     True when the store was refreshed."""
     folder = DEFAULT_DIR if folder is None else folder
     stamp = files_stamp(folder)
-    try:
-        if stamp_path(path).read_text() == stamp:
-            return False
-    except OSError:
-        pass
+    if _read_stamp(path) == stamp:
+        return False
     digest = content_hash(folder)
     default_runs = pl.read_parquet(folder / "runs.parquet")["run_id"].to_list() if (
         folder / "runs.parquet").exists() else []
@@ -100,6 +115,7 @@ def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
         con.execute("CHECKPOINT")
     finally:
         con.close()
+        store.clear_holder(path)
     _write_stamp(path, stamp)
     print(f"note: the embedded default data changed; refreshed its runs in {path} (other runs kept)",
           file=sys.stderr)
@@ -140,31 +156,97 @@ def read_default_tables(folder: Path = DEFAULT_DIR) -> dict[str, pl.DataFrame]:
     return tables
 
 
-def build_default_db(path: Path, folder: Path = DEFAULT_DIR) -> None:
+Progress = Callable[[int, int, str], None]  # (step, of steps, what is being done): a first build says what it does
+BUILD_STEPS = 4
+
+
+def build_default_db(path: Path, folder: Path = DEFAULT_DIR, *, progress: Progress | None = None) -> None:
+    """Build the default store at ``path`` from the Parquet in ``folder`` (under a lock; nothing when another
+    process built it meanwhile). ``progress`` hears of each step as it starts (:func:`stderr_progress` for a CLI)."""
+    say = progress or (lambda step, steps, text: None)
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = path.with_suffix(path.suffix + ".lock")
-    with open(lock_path, "w") as lock:
+    lock_path = path.with_name(path.name + ".lock")
+    lock = _open_lock(lock_path)
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():  # another process built it while we waited
+            return
+        # The store is made in a private folder (mkdtemp: 0700, a fresh name) beside its final place, so no link
+        # or FIFO someone left at a fixed temp name is ever followed; one rename puts it in place.
+        work = Path(tempfile.mkdtemp(prefix=f".{path.name}.build-", dir=path.parent))
         try:
-            if path.exists():  # another process built it while we waited
-                return
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            tmp.unlink(missing_ok=True)
+            tmp = work / "store.duckdb"
+            say(1, BUILD_STEPS, f"reading the embedded data ({folder})")
             con = sql.quiet_connect(str(tmp))
             try:
                 store.ensure_schema(con, tmp)
                 tables = read_default_tables(folder)
+                cells = tables["cells"].height if "cells" in tables else 0
+                say(2, BUILD_STEPS, f"computing bootstrap replicates and writing {cells} cells")
                 if tables:
                     store.write_tables_bulk(con, tables)
+                say(3, BUILD_STEPS, "checkpointing the store")
                 con.execute("INSERT INTO meta VALUES (?, ?)", [HASH_KEY, content_hash(folder)])
                 con.execute("CHECKPOINT")
             finally:
                 con.close()
             os.replace(tmp, path)
-            _write_stamp(path, files_stamp(folder))
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    lock_path.unlink(missing_ok=True)
+            shutil.rmtree(work, ignore_errors=True)
+        _write_stamp(path, files_stamp(folder))
+        say(4, BUILD_STEPS, f"default store ready: {path}")
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        _remove_lock(lock_path, lock)
+        os.close(lock)
+
+
+def _open_lock(lock_path: Path) -> int:
+    """The build lock's descriptor: a regular file opened without following a link, never truncated, never
+    blocking on a FIFO. Anything else at the name is an error (the lock is needed: two builds must not race)."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise UsageError(f"{lock_path}: cannot be used as the build lock ({exc.strerror}); remove it") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UsageError(f"{lock_path}: is {safefile.describe(mode)}, not a regular file; remove it")
+    return fd
+
+
+def _remove_lock(lock_path: Path, fd: int) -> None:
+    """Remove the lock file only when the name still holds the very file this process locked."""
+    try:
+        mine, now = os.fstat(fd), os.stat(lock_path, follow_symlinks=False)
+        if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino):
+            os.unlink(lock_path)
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def stderr_progress(path: Path) -> Iterator[Progress]:
+    """A first build's progress on stderr, shown at once: a rich bar on a terminal, else one line per step
+    (stdout stays the command's JSON)."""
+    started = time.monotonic()
+    if not sys.stderr.isatty():
+        def line(step: int, steps: int, text: str) -> None:
+            print(f"first start: building the default store [{step}/{steps}, {time.monotonic() - started:.1f} s] "
+                  f"{text}", file=sys.stderr, flush=True)
+        yield line
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("first start:"), BarColumn(bar_width=12), TimeElapsedColumn(),
+                  TextColumn("{task.description}"),
+                  console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task("", total=BUILD_STEPS)
+
+        def update(step: int, steps: int, text: str) -> None:
+            bar.update(task, completed=step - 1 if step < steps else steps, total=steps, description=text)
+        yield update
 
 
 def write_default_tables(tables: dict[str, pl.DataFrame], folder: Path = DEFAULT_DIR) -> dict[str, int]:

@@ -1,5 +1,8 @@
 """Bad-input errors: the one exception every reader raises, printed as one line.
 
+A DuckDB error that escapes a command is about the store (a damaged block found mid-query, a commit that could
+not be flushed): :func:`store_failure` turns it into the same one line, naming the store, for every CLI.
+
 Every reader (traces, result files, matrix files) raises :class:`InputError` naming the file, the line
 (1-based; 0 when the problem is the file as a whole) and what was expected. CLIs print
 ``error: <file>:<line>: <what was expected>`` on stderr and exit 2; nothing is written.
@@ -33,3 +36,15 @@ class UsageError(Exception):
 
     def one_line(self) -> str:
         return "error: " + " ".join(str(self).split())
+
+
+def store_failure(exc: BaseException, db: str | Path) -> UsageError | None:
+    """A DuckDB error escaping a command as ``error: <store>: the store cannot be used: <DuckDB's reason>`` (exit
+    2); None for any other exception. Told apart by module name, so this module never imports DuckDB."""
+    if type(exc).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+        return None
+    reason = " ".join(str(exc).split())
+    for prefix in ("FATAL Error: ", "IO Error: ", "Serialization Error: ", "INTERNAL Error: "):
+        reason = reason.removeprefix(prefix)
+    reason = reason.replace(f' "{db}"', "")  # the path is said once, first
+    return UsageError(f"{_printable(str(db))}: the store cannot be used (damaged or not spectune's?): {reason[:300]}")

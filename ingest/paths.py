@@ -31,3 +31,14 @@ def default_db_path() -> Path:
     """The store a command opens without ``--db``: ``$SPECTUNE_DB``, else :data:`DEFAULT_DB`."""
     env = os.environ.get("SPECTUNE_DB")
     return Path(env) if env else DEFAULT_DB
+
+
+def announce_first_start(db: Path | None) -> None:
+    """Say on stderr, before the heavy imports, that the default store is about to be built (a first start takes
+    seconds; ingest/default_data.py then reports each step). Nothing when ``--db`` is given or the store exists."""
+    if db is not None or os.path.lexists(default_db_path()):
+        return
+    import sys
+
+    print(f"first start: building the default store {default_db_path()} from the embedded data "
+          "(about 10 s, once)…", file=sys.stderr, flush=True)

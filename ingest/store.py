@@ -7,6 +7,12 @@ another process is waited on with a message on stderr naming the holder (PID and
 lock error and the ``<store>.holder`` sidecar each writer leaves while it has the store open), up to
 ``$SPECTUNE_LOCK_TIMEOUT`` seconds (default 60); then a :class:`StoreLockedError` (exit 2) says who holds
 it and what to do. Read-only commands wait too: DuckDB gives no snapshot of a file another process writes.
+
+The sidecar is written, read and removed through ingest/safefile.py (a link, FIFO or device at its name is left
+alone, with one warning). A store path that is not a usable spectune store — a folder, FIFO or device, an empty or
+non-DuckDB file, a foreign DuckDB file (refused, never converted), a missing core table, a non-numeric schema
+version, a file DuckDB cannot open — is a :class:`StoreError`: one line ``error: <store>: <what is wrong>``, exit 2,
+nothing written (:func:`check_file` runs before DuckDB opens the file, so nothing blocks on a FIFO or reads a device).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -25,7 +32,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from ingest import cellstats, ddl, goodput, paths, sql, steady
+from ingest import cellstats, ddl, goodput, paths, safefile, sql, steady
 from ingest.bulk import bootstrap_frames, keep_cells, segments, steady_columns  # noqa: F401 (re-exported)
 from ingest.errors import UsageError
 from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
@@ -34,6 +41,11 @@ REPO_ROOT = paths.ROOT
 DEFAULT_DB = paths.DEFAULT_DB
 default_db_path = paths.default_db_path
 LOCK_WAIT_S = 60.0
+
+
+class StoreError(UsageError):
+    """The store file is not one spectune can use: missing parts, damaged, foreign, or not a file (exit 2,
+    one line ``error: <store>: <what is wrong>``)."""
 
 
 class SchemaVersionError(UsageError):
@@ -65,6 +77,9 @@ def lock_timeout_s() -> float:
     return value
 
 
+HOLDER_MAX_BYTES = 4096  # a holder record is ~100 bytes; anything bigger is not ours
+
+
 def holder_path(path: Path) -> Path:
     """The sidecar naming the process that has the store open for writing."""
     return path.with_name(path.name + ".holder")
@@ -83,18 +98,33 @@ def command_name(argv: list[str] | None = None) -> str:
 
 
 def _write_holder(path: Path) -> None:
+    # Through ingest/safefile.py: a link, FIFO or device at the name is left alone (a read-only folder too: the
+    # lock message then falls back to /proc).
     record = {"pid": os.getpid(), "command": command_name(), "since": _now().isoformat(timespec="seconds")}
-    with contextlib.suppress(OSError):  # a read-only folder: the lock message falls back to /proc
-        holder_path(path).write_text(json.dumps(record))
+    safefile.write_sidecar(holder_path(path), json.dumps(record).encode())
 
 
-def _clear_holder(path: Path) -> None:
+def _read_holder(path: Path) -> dict:
+    """The holder record, or {} when there is none or it is not one of ours."""
+    raw = safefile.read_sidecar(holder_path(path), HOLDER_MAX_BYTES)
     try:
-        sidecar = holder_path(path)
-        if json.loads(sidecar.read_text()).get("pid") == os.getpid():
-            sidecar.unlink()
-    except (OSError, ValueError, AttributeError):
-        pass
+        record = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _is_own_holder(raw: bytes) -> bool:
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and record.get("pid") == os.getpid() and "command" in record
+
+
+def clear_holder(path: Path) -> None:
+    """Remove the holder sidecar when it is this process's own record (never anyone else's, never a link)."""
+    safefile.remove_if_ours(holder_path(path), _is_own_holder, limit=HOLDER_MAX_BYTES)
 
 
 def _holder(path: Path, exc: Exception) -> str:
@@ -102,12 +132,9 @@ def _holder(path: Path, exc: Exception) -> str:
     m = re.search(r"\(PID (\d+)\)", str(exc))
     pid = int(m.group(1)) if m else None
     command = None
-    try:
-        record = json.loads(holder_path(path).read_text())
-        if pid is None or record.get("pid") == pid:
-            pid, command = record.get("pid"), str(record.get("command"))
-    except (OSError, ValueError, AttributeError):
-        pass
+    record = _read_holder(path)
+    if record and isinstance(record.get("pid"), int) and (pid is None or record.get("pid") == pid):
+        pid, command = record["pid"], str(record.get("command"))[:80]
     if command is None and pid is not None:
         try:
             args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -119,17 +146,71 @@ def _holder(path: Path, exc: Exception) -> str:
     return f"PID {pid}" + (f" ({command})" if command else "")
 
 
+DUCKDB_MAGIC = b"DUCK"  # bytes 8–11 of every DuckDB database file
+
+
+def check_file(path: Path) -> None:
+    """Refuse, before DuckDB opens it, a store path DuckDB would block on or misread: a folder, a FIFO or a device
+    (also through a link), or a write-ahead log beside it that is not a regular file. A missing path passes (the
+    caller decides); a regular file is DuckDB's to judge (:func:`_unusable` words its refusal). Raises
+    :class:`StoreError`."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{path}: is {safefile.describe(st.st_mode)}, not a store file")
+    wal = Path(str(path) + ".wal")
+    try:
+        wal_mode = os.stat(wal).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(wal_mode):
+        raise StoreError(f"{wal}: the store's write-ahead log is {safefile.describe(wal_mode)}, not a regular file; "
+                         "remove it")
+
+
+def _unusable(path: Path, exc: BaseException, read_only: bool) -> StoreError:
+    """Why DuckDB would not open a regular file, in words: empty, not DuckDB's, or DuckDB's own reason.
+    (Judged after DuckDB tried, not before: a store another process is creating is empty for an instant, and
+    DuckDB then reports its lock, which is waited on.)"""
+    try:
+        with open(path, "rb") as fh:  # a regular file (check_file): this cannot block
+            head = fh.read(16)
+    except OSError:
+        head = None
+    if head == b"":
+        return StoreError(f"{path}: is an empty file, not a spectune store (remove it to start a new store there)")
+    if head is not None and head[8:12] != DUCKDB_MAGIC:
+        return StoreError(f"{path}: is not a DuckDB file (not a spectune store)")
+    how = "for reading" if read_only else "for writing"
+    return StoreError(f"{path}: cannot be opened {how}: {_duckdb_reason(exc, path)}")
+
+
+def _duckdb_reason(exc: BaseException, path: Path | None = None) -> str:
+    """DuckDB's message, one short line: its kind prefix and the quoted path are noise next to our own path."""
+    text = " ".join(str(exc).split())
+    text = re.sub(r"^[A-Za-z ]+ Error: ", "", text)
+    if path is not None:
+        text = text.replace(f' "{path}"', "").replace(f'"{path}"', "the file")
+    return text[:300]
+
+
 def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
     """Connect, waiting up to ``wait_s`` for another process's lock with a message on stderr; a lock held
-    longer is a :class:`StoreLockedError` naming the holder. Writers record themselves in the sidecar."""
+    longer is a :class:`StoreLockedError` naming the holder. Writers record themselves in the sidecar. A file
+    DuckDB cannot open (damaged, truncated, read-only for a writer) is a :class:`StoreError` naming it."""
+    check_file(path)
     deadline = time.monotonic() + wait_s
     delay, told = 0.05, False
     while True:
         try:
             con = sql.quiet_connect(str(path), read_only=read_only)
-        except duckdb.IOException as exc:  # another process holds the write lock
-            if "lock" not in str(exc).lower():
-                raise
+        except duckdb.Error as exc:  # another process holds the write lock, or the file is not usable
+            if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
+                raise _unusable(path, exc, read_only) from None
             holder = _holder(path, exc)
             if time.monotonic() > deadline:
                 raise StoreLockedError(
@@ -148,8 +229,7 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
 
 
 def check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    row = sql.one(con, "SELECT value FROM meta WHERE key = 'schema_version'")
-    found = int(row[0]) if row else 0
+    found = stored_version(con, path)
     if found > ddl.SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{path}: store schema version {found} is newer than this spectune ({ddl.SCHEMA_VERSION}); "
@@ -157,11 +237,20 @@ def check_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         )
 
 
-def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
-    # duckdb_tables() rather than information_schema: the same answer at a fifth of the cost (every open pays it)
-    return bool(sql.one(con,
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'meta' AND database_name = current_database()"
-    )[0])
+CORE_TABLES = ("runs", "cells")  # in every spectune store since schema 1: one missing is damage, not age
+
+
+def _check_spectune(have: set[tuple[str, str]], path: Path) -> None:
+    """A DuckDB file with tables is spectune's only when it has spectune's ``meta`` table and its core tables:
+    a foreign file is refused (never converted: no table is added to it), a damaged one named as such."""
+    tables = {t for t, _ in have}
+    if not {("meta", "key"), ("meta", "value")} <= have:
+        raise StoreError(f"{path}: a DuckDB file that is not a spectune store (no spectune meta table"
+                         + (f"; it holds {len(tables)} other table(s)" if tables else "") + "); use another --db")
+    missing = [t for t in CORE_TABLES if t not in tables]
+    if missing:
+        raise StoreError(f"{path}: the store is damaged: table {', '.join(missing)} is missing; restore it from a "
+                         "backup or an export, or use another --db")
 
 
 def _store_columns(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
@@ -171,19 +260,25 @@ def _store_columns(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
         "WHERE database_name = current_database() AND schema_name = current_schema()").fetchall()}
 
 
-def _outdated(con: duckdb.DuckDBPyConnection, have: set[tuple[str, str]]) -> bool:
-    """An older schema version, or a table without a column this spectune has."""
+def _outdated(con: duckdb.DuckDBPyConnection, have: set[tuple[str, str]], path: Path) -> bool:
+    """An older schema version, a table this spectune has that the store lacks, or a table without a column."""
     tables = {t for t, _ in have}
-    return (stored_version(con) < ddl.SCHEMA_VERSION
+    return (stored_version(con, path) < ddl.SCHEMA_VERSION or any(t not in tables for t in ddl.COLUMNS)
             or any(t in tables and (t, c) not in have for t, cols in ddl.COLUMNS.items() for c in cols))
 
 
 _ENSURED: set[str] = set()  # stores whose schema this process already created or checked
 
 
-def stored_version(con: duckdb.DuckDBPyConnection) -> int:
+def stored_version(con: duckdb.DuckDBPyConnection, path: Path | str = "the store") -> int:
     row = sql.one(con, "SELECT value FROM meta WHERE key = 'schema_version'")
-    return int(row[0]) if row else 0
+    if not row:
+        return 0
+    try:
+        return int(str(row[0]).strip())
+    except ValueError:
+        raise StoreError(f"{path}: the store is damaged: its schema version {str(row[0])[:40]!r} is not a "
+                         "number") from None
 
 
 STEADY_BEFORE = "stored before steady-state figures (schema 1): whole window"
@@ -205,9 +300,11 @@ def _fill_added(con: duckdb.DuckDBPyConnection, added: list[str]) -> None:
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     found = None
-    if _has_meta(con):
+    have = _store_columns(con)
+    if have:  # an existing file: spectune's (else refused before any table is added), checked for damage
+        _check_spectune(have, path)
         check_version(con, path)
-        found = stored_version(con)
+        found = stored_version(con, path)
         if str(path.resolve()) in _ENSURED and found == ddl.SCHEMA_VERSION:
             return
     with transaction(con):  # a store killed while being created has all its tables or none
@@ -247,8 +344,11 @@ def _upgrade(path: Path, wait_s: float) -> None:
     except duckdb.IOException as exc:
         raise UsageError(f"{path}: store schema is older than this spectune and cannot be upgraded here "
                          f"({exc}); open it once writable") from None
-    with contextlib.closing(rw):
-        ensure_schema(rw, path)
+    try:
+        with contextlib.closing(rw):
+            ensure_schema(rw, path)
+    finally:
+        clear_holder(path)
 
 
 def _open_reader(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
@@ -257,10 +357,9 @@ def _open_reader(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
     con = _open(path, True, wait_s)
     try:
         have = _store_columns(con)
-        if not any(t == "meta" for t, _ in have):
-            raise UsageError(f"{path}: not a spectune store (no meta table)")
+        _check_spectune(have, path)
         check_version(con, path)
-        old = _outdated(con, have)
+        old = _outdated(con, have, path)
     except Exception:
         con.close()
         raise
@@ -285,9 +384,10 @@ def connect(
         refresh_if_stale(path)
     if not path.exists():
         if is_default:
-            from ingest.default_data import build_default_db
+            from ingest.default_data import build_default_db, stderr_progress
 
-            build_default_db(path)
+            with stderr_progress(path) as progress:
+                build_default_db(path, progress=progress)
         elif read_only:
             raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
     if not path.parent.exists():
@@ -300,6 +400,7 @@ def connect(
         ensure_schema(con, path)
     except Exception:
         con.close()
+        clear_holder(path)  # a refused store (foreign, damaged) is left as it was found: no sidecar either
         raise
     return con
 
@@ -313,7 +414,7 @@ def session(db: str | Path | None = None, *, read_only: bool = False) -> Iterato
     finally:
         con.close()
         if not read_only:
-            _clear_holder(Path(db) if db else default_db_path())
+            clear_holder(Path(db) if db else default_db_path())
 
 
 @contextlib.contextmanager

@@ -5,7 +5,8 @@ the creating process's id is in the name. ``finally`` blocks remove them on ever
 SIGKILL (or an OOM kill) runs no ``finally``; so the first temp entry a process makes sweeps the temp
 folder for ``spectune-*`` entries whose creator is gone — its PID is dead, or it is a different, newer
 process that reused the PID (it started after the entry was last written). A live creator's entries
-are never touched, so two spectune processes never delete each other's files.
+are never touched, so two spectune processes never delete each other's files; only folders and regular files of
+the current user are removed (a link, FIFO or another user's entry named like ours stays).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -74,8 +76,13 @@ def sweep_orphans(folder: str | Path | None = None) -> list[Path]:
         if not is_orphan(entry):
             continue
         try:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
+            st = entry.lstat()
+            # Only what spectune makes there: folders and files of this user. A link, FIFO or another user's
+            # entry with a matching name is not ours to remove (the temp folder is shared).
+            if st.st_uid != os.getuid() or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(entry)  # rmtree does not follow links inside it
             else:
                 entry.unlink()
             removed.append(entry)

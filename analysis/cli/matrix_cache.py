@@ -19,19 +19,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import re
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from analysis.cli import answer_cache
 from analysis.rescore.matrix import CellSamples, Matrix
+from ingest import safefile
 
 MAX_FILES = 2  # a file is about 40 bytes per request row of the store
 MAX_BYTES = 256 * 2**20  # a larger store's matrices are not kept (~6 M request rows): disk in proportion to use
 PREFIX = "matrices-"
+FILE_NAME = re.compile(r"matrices-[0-9a-f]{64}\.npz")
+MAGIC = "spectune-matrices 1"  # the first field of every file's meta: what read and prune recognise as theirs
 CELL_FIELDS = ("method", "depth", "workload", "concurrency", "in_mean", "tau", "backend", "cell_id", "provenance")
 
 
@@ -39,8 +43,14 @@ def _words(families: tuple[str, ...], gpus: tuple[str, ...]) -> list[str]:
     return ["rescore-matrices", *(f"--family={f}" for f in families), *(f"--gpu={g}" for g in gpus)]
 
 
-def _path(key: str) -> Path:
-    return answer_cache.cache_dir() / f"{PREFIX}{key}.npz"
+def _name(key: str) -> str:
+    return f"{PREFIX}{key}.npz"
+
+
+def _is_ours(head: bytes) -> bool:
+    """An ``.npz`` this cache wrote: a zip whose first member is ``meta.npy``, stored uncompressed, holding
+    :data:`MAGIC` (np.savez writes members in the order given and does not compress)."""
+    return head.startswith(b"PK\x03\x04") and head[30:38] == b"meta.npy" and MAGIC.encode() in head
 
 
 def cached_matrices(db: Path, families: tuple[str, ...], gpus: tuple[str, ...],
@@ -49,54 +59,88 @@ def cached_matrices(db: Path, families: tuple[str, ...], gpus: tuple[str, ...],
     key = answer_cache.key(_words(families, gpus), db) if answer_cache.enabled() else None
     if key is None:
         return load()
-    kept = read(_path(key))
-    if kept is not None:
-        return kept
+    found = kept(key)
+    if found is not None:
+        return found
     matrices = load()
     if answer_cache.key(_words(families, gpus), db) == key:  # the store did not change while it was read
-        write(_path(key), matrices)
+        fd = answer_cache.open_folder(create=True)
+        if fd is not None:
+            try:
+                write(_name(key), matrices, dir_fd=fd, key=key)
+            finally:
+                os.close(fd)
     return matrices
 
 
-def write(path: Path, matrices: dict[tuple[str, str], Matrix]) -> None:
+def kept(key: str) -> dict[tuple[str, str], Matrix] | None:
+    """The matrices kept for ``key`` in the answer cache's folder (under its rules: ingest/safefile.py), or None."""
+    fd = answer_cache.open_folder(create=False)
+    if fd is None:
+        return None
+    try:
+        return read(_name(key), dir_fd=fd, key=key)
+    finally:
+        os.close(fd)
+
+
+def write(name: str, matrices: dict[tuple[str, str], Matrix], *, dir_fd: int, key: str) -> None:
+    """Keep the matrices as ``name`` in the open cache folder (fresh temp name, atomic rename), then drop the
+    oldest beyond :data:`MAX_FILES` — only files this cache wrote."""
     cells = [c for m in matrices.values() for c in m.cells.values()]
     sizes = np.array([c.ttft.size for c in cells], dtype=np.int64)
     n_rep = max((m.replicates for m in matrices.values()), default=0)
     if (3 * int(sizes.sum()) + 2 * n_rep * len(cells)) * 8 > MAX_BYTES:
         return
-    doc = {"matrices": [{"family": m.family, "gpu": m.gpu, "replicates": m.replicates, "models": m.models,
-                         "tensor_parallel_size": m.tensor_parallel_size, "draft_models": m.draft_models,
-                         "cells": [[list(k), [getattr(c, f) for f in CELL_FIELDS]] for k, c in m.cells.items()]}
-                        for m in matrices.values()]}
+    doc = {"magic": MAGIC, "key": key, "matrices": [  # magic first: within the file's first bytes (_is_ours)
+        {"family": m.family, "gpu": m.gpu, "replicates": m.replicates, "models": m.models,
+         "tensor_parallel_size": m.tensor_parallel_size, "draft_models": m.draft_models,
+         "cells": [[list(k), [getattr(c, f) for f in CELL_FIELDS]] for k, c in m.cells.items()]}
+        for m in matrices.values()]}
 
     def stacked(name: str) -> np.ndarray:  # every cell carries n_rep ratios (NaN when it has no replicates)
         return np.stack([getattr(c, name) for c in cells]) if cells else np.zeros((0, n_rep))
 
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
+    def fill(fd: int) -> None:  # streamed into the fresh temp file: no second copy in memory
+        with os.fdopen(os.dup(fd), "wb") as fh:
             np.savez(fh, meta=np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8), sizes=sizes,
                      ttft=_concat(cells, "ttft"), tpot=_concat(cells, "tpot"), out=_concat(cells, "out"),
                      thr_ratio=stacked("thr_ratio"), p99_ratio=stacked("p99_ratio"))
-        os.replace(tmp, path)
-        kept = sorted(path.parent.glob(f"{PREFIX}*.npz"), key=lambda p: p.stat().st_mtime_ns)
-        for old in kept[:-MAX_FILES]:
-            old.unlink(missing_ok=True)
-    except (OSError, ValueError):
-        with contextlib.suppress(OSError, UnboundLocalError):
-            os.unlink(tmp)
+
+    with contextlib.suppress(OSError, ValueError, safefile.Refused):
+        safefile.write_with(name, fill, dir_fd=dir_fd, mode=0o600)
+        answer_cache.prune(dir_fd, FILE_NAME, _is_ours, MAX_FILES)
 
 
 def _concat(cells: list[CellSamples], name: str) -> np.ndarray:
     return np.concatenate([getattr(c, name) for c in cells]) if cells else np.zeros(0)
 
 
-def read(path: Path) -> dict[tuple[str, str], Matrix] | None:
-    """The kept matrices, or None when there is no readable file for the key."""
+def read(name: str, *, dir_fd: int, key: str) -> dict[tuple[str, str], Matrix] | None:
+    """The kept matrices, or None when there is no file of ours for the key (a link, FIFO, device, another user's
+    or oversized file is never opened blocking nor loaded)."""
     try:
-        with np.load(path, allow_pickle=False) as z:
+        fd = safefile.open_regular(name, MAX_BYTES + 2**20, dir_fd=dir_fd, owner=os.getuid())
+    except (safefile.Refused, OSError):
+        return None
+    if fd is None:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            if not _is_ours(fh.read(4096)):
+                return None
+            fh.seek(0)
+            return _load(fh, key)
+    except OSError:
+        return None
+
+
+def _load(fh: BinaryIO, key: str) -> dict[tuple[str, str], Matrix] | None:
+    try:
+        with np.load(fh, allow_pickle=False) as z:
             doc = json.loads(z["meta"].tobytes())
+            if not isinstance(doc, dict) or doc.get("magic") != MAGIC or doc.get("key") != key:
+                return None
             sizes, ttft, tpot, out = z["sizes"], z["ttft"], z["tpot"], z["out"]
             thr, p99 = z["thr_ratio"], z["p99_ratio"]
         ends = np.cumsum(sizes).tolist()

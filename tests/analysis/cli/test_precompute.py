@@ -112,7 +112,7 @@ def test_an_import_keeps_the_new_stores_rescore_matrices(store_copy, cache_env, 
         monkeypatch.setenv(k, v)
     monkeypatch.chdir(REPO)
     key = matrix_cache.answer_cache.key(matrix_cache._words((), ()), store_copy)
-    kept = matrix_cache.read(matrix_cache._path(key))
+    kept = matrix_cache.kept(key)
     assert kept is not None
     with store.session(store_copy, read_only=True) as con:
         _equal(kept, load_matrices(con))  # the matrices of the store with the import in it

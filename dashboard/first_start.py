@@ -1,0 +1,36 @@
+"""The dashboard's first start: the default store is built from the embedded data (ingest/default_data.py) with its
+steps shown in a status box in the main area, before any page imports the analysis engines — not a blank page.
+
+Light on purpose (streamlit and ingest.paths only; the builder is imported when a build is due): ``app.py`` calls
+:func:`ensure_store` before the navigation runs, so the box is on screen as soon as the script starts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from ingest import paths
+
+
+def db_path() -> str:
+    """The store the dashboard reads: ``$SPECTUNE_DB``, else the default store (resolved)."""
+    return str(Path(os.environ.get("SPECTUNE_DB") or paths.default_db_path()).resolve())
+
+
+def ensure_store(path: str | None = None) -> None:
+    """Build the default store at ``path`` when it is missing, showing each step as it starts."""
+    target = Path(path or db_path())
+    if os.path.lexists(target):
+        return
+    with st.status("First start: building the results store from the embedded data (about 10 s, once)…",
+                   expanded=True) as box:
+        from ingest.default_data import build_default_db
+
+        def progress(step: int, steps: int, text: str) -> None:
+            box.write(f"{step}/{steps} · {text}")
+
+        build_default_db(target, progress=progress)
+        box.update(label="Results store built", state="complete", expanded=False)
