@@ -157,10 +157,10 @@ MOE_BEHIND = _moe_keeps_less()
 @pytest.mark.xfail(bool(MOE_BEHIND), strict=True, reason=(
     "NOT MET since the refit on vLLM's AMD post (docs/simulator.md, 'Qualitative findings'): share of the c=1 gain "
     "kept at c=64 " + ", ".join(f"{f} {k:.2f}" for f, k in sorted(MOE_BEHIND.items()))
-    + ": MiniMax-M3's plain step is mostly the 10.2 ms host overhead fitted on MiniMax-M2.5 (23B active MXFP8 over "
-      "TP4 streams in < 1 ms), so speculation amortises it into the largest c=1 gain of all families; at c=64 its "
-      "small per-sequence term (0.063 ms vs Kimi's 0.22) leaves the per-token verify cost of the extra tokens to "
-      "dominate, as for Gemma. The post states no load, so nothing in it fits those terms"))
+    + ": MiniMax-M3's plain step is mostly the 10.2 ms host overhead fitted on MiniMax-M2.5 (M3's 23B active MXFP8 "
+      "weights over TP4 stream in < 1 ms), so speculation amortises it into the largest c=1 gain of all families; "
+      "at c=64 its small per-sequence term (0.063 ms vs Kimi's 0.22) leaves the per-token verify cost of the extra "
+      "tokens to dominate, as for Gemma. The post states no load, so nothing in it fits those terms"))
 def test_moe_tolerates_load_better_than_dense_gemma(default_cells):
     kept = {f: s[64] / s[1] for f, s in _kept(default_cells).items()}  # share of the low-load gain kept
     assert all(kept["Gemma"] < kept[f] for f in ("Qwen", "Kimi", "MiniMax")), kept
