@@ -42,20 +42,23 @@ def acceptance_rate(conditional: Sequence[float]) -> float:
     return (expected_tokens(conditional) - 1.0) / k if k else float("nan")
 
 
-def positions(alpha: float, decay: float, k: int, *, cap: float = 0.98) -> np.ndarray:
-    """The simulator's conditional acceptance shape: p_i = α·decay^(i−1), clipped to [0, cap].
+def positions(alpha: float, decay: float, k: int, *, cap: float = 0.98, block: float = 0.0) -> np.ndarray:
+    """The simulator's conditional acceptance shape: p_i = α·k^(−block)·decay^(i−1), clipped to [0, cap].
 
-    One shape for every method; ``decay`` is fitted per method from published per-depth and per-position
-    curves (:mod:`analysis.calibration`). decay < 1 makes E(k) saturate with depth, decay = 1 is i.i.d.
+    One shape for every method; ``decay`` and ``block`` are fitted per method from published per-depth and
+    per-position curves (:mod:`analysis.calibration`). decay < 1 makes E(k) saturate with depth, decay = 1 is
+    i.i.d. ``block`` > 0 says a longer draft costs every position (a block drafter asked for 15 tokens drafts
+    its first ones worse than when asked for 3: vLLM's AMD post, per-position rates by depth); 0 is no such cost,
+    and α is then the depth-1 level.
     """
     i = np.arange(1, k + 1)
-    return np.clip(alpha * decay ** (i - 1), 0.0, cap)
+    return np.clip(alpha * float(k) ** (-block) * decay ** (i - 1), 0.0, cap)
 
 
 def _tau(alpha: float, powers: Sequence[float], cap: float = 0.98) -> float:
-    """E(k) of the :func:`positions` shape (``powers`` = decay^0..decay^(k−1)) in plain floats: the same products
-    and sums as ``expected_tokens(positions(...))`` without numpy's per-call cost on a handful of elements (the
-    bisection below evaluates it 50 times per solve, and every store read solves once per published row)."""
+    """E(k) of the :func:`positions` shape (``powers`` = k^(−block)·decay^0..decay^(k−1)) in plain floats: the same
+    products and sums as ``expected_tokens(positions(...))`` without numpy's per-call cost on a handful of elements
+    (the bisection below evaluates it 50 times per solve, and every store read solves once per published row)."""
     total, run = 0.0, 1.0
     for p in powers:
         run *= min(max(alpha * p, 0.0), cap)
@@ -63,10 +66,11 @@ def _tau(alpha: float, powers: Sequence[float], cap: float = 0.98) -> float:
     return 1.0 + total
 
 
-def solve_alpha(target_tau: float, k: int, decay: float = 1.0) -> float:
-    """The α whose :func:`positions` shape gives E(k) = ``target_tau`` (bisection; clipped to [0, 0.98])."""
-    powers = [decay ** i for i in range(k)]
-    lo, hi = 0.0, 0.98
+def solve_alpha(target_tau: float, k: int, decay: float = 1.0, block: float = 0.0) -> float:
+    """The α whose :func:`positions` shape gives E(k) = ``target_tau`` (bisection; p_1 clipped to [0, 0.98])."""
+    scale = float(k) ** (-block) if k else 1.0
+    powers = [scale * decay ** i for i in range(k)]
+    lo, hi = 0.0, 0.98 / scale  # α is the depth-1 level: with block > 0 the first position reaches the cap first
     target_tau = min(max(float(target_tau), 1.0), _tau(hi, powers))
     for _ in range(50):
         mid = (lo + hi) / 2

@@ -93,9 +93,9 @@ def method_draws(method: str) -> MethodDraws:
     )
 
 
-def _tokens(alpha: np.ndarray, decay: np.ndarray, k: int) -> np.ndarray:
+def _tokens(alpha: np.ndarray, decay: np.ndarray, k: int, block: float = 0.0) -> np.ndarray:
     i = np.arange(1, k + 1)
-    p = np.clip(alpha[:, None] * decay[:, None] ** (i - 1)[None, :], 0.0, 0.98)
+    p = np.clip(alpha[:, None] * float(k) ** (-block) * decay[:, None] ** (i - 1)[None, :], 0.0, 0.98)
     return 1.0 + np.cumprod(p, axis=1).sum(axis=1)
 
 
@@ -119,15 +119,15 @@ def cell_factors(method: str, depth: int, family: str, workload: str, gpu: str, 
     context = wl.input_median + wl.output_median / 2
     batch = float(concurrency)
     src = calibration.alpha_source(method, family, workload)
-    d0 = calibration.decay_for(method)
-    tau0 = acceptance.expected_tokens(acceptance.positions(src.alpha, d0, depth))
+    d0, b0 = calibration.decay_for(method), calibration.block_for(method)
+    tau0 = acceptance.expected_tokens(acceptance.positions(src.alpha, d0, depth, block=b0))
     if src.kind == "prior":
         pr = params.priors().get(f"methods.{method}.alpha.{workload}")
         lo, hi = (pr.low, pr.high) if pr is not None and pr.low is not None else (src.alpha, src.alpha)
         alpha = np.minimum(p.borrowing["alpha_cap"], (lo + (hi - lo) * md.u_alpha) * src.family_ratio)
-        tau = _tokens(alpha, md.decay, depth)
+        tau = _tokens(alpha, md.decay, depth, b0)
     else:
-        tau = _tokens(np.full(R, src.alpha), md.decay, depth) * np.exp(md.eps)
+        tau = _tokens(np.full(R, src.alpha), md.decay, depth, b0) * np.exp(md.eps)
     tau = np.clip(tau, 1.0, depth + 1.0)
     prop0 = float(mp.propose.get(workload, 1.0)) if mp.propose else 1.0
     if mp.propose:

@@ -36,13 +36,15 @@ def provenance(method: str, family: str, workload: str, depth: int) -> dict:
     src = calibration.alpha_source(method, family, workload)
     sources = sorted({r.source_url for r in src.rows})
     acc = {"kind": src.kind, "alpha": round(src.alpha, 4), "rows": len(src.rows), "sources": sources,
-           "family_ratio": round(src.family_ratio, 4), "family_ratio_kind": src.family_ratio_kind}
+           "family_ratio": round(src.family_ratio, 4), "family_ratio_kind": src.family_ratio_kind,
+           "how": src.how, "files": sorted({r.file for r in src.rows})}
     if src.kind == "borrowed":
         acc["borrowed_from"] = (f"{method} on {workload}: {len(src.rows)} rows from {len(sources)} sources "
                                 f"(models: {', '.join(sorted({r.model for r in src.rows})[:6])}) × {family} ratio "
                                 f"{src.family_ratio:.2f} ({src.family_ratio_kind})")
     fit = calibration.decay_fit(method)
-    shape = {"decay": fit.value, "kind": fit.kind, "range": [fit.low, fit.high], "sources": list(fit.curves)}
+    shape = {"decay": fit.value, "kind": fit.kind, "range": [fit.low, fit.high], "sources": list(fit.curves),
+             "block": fit.block, "block_kind": fit.block_kind}
     measured = list(calibration.measured_depths(method))
     extrapolated = not measured or depth < min(measured) or depth > max(measured)
     pri = params.priors()
@@ -50,12 +52,14 @@ def provenance(method: str, family: str, workload: str, depth: int) -> dict:
                     if (pr := pri.get(f"methods.{method}.draft.{k}")) is not None
                     and pr.low is not None and (k != "serial_head_ms" or pr.value > 0)]
     if src.kind == "fitted":
-        how = f"acceptance fitted from {len(src.rows)} published rows ({', '.join(_host(s) for s in sources)})"
+        how = (f"acceptance fitted from {len(src.rows)} published rows ({', '.join(_host(s) for s in sources)})"
+               + (f" [{src.how}]" if src.how else ""))
     elif src.kind == "borrowed":
-        how = f"acceptance borrowed: {acc['borrowed_from']}"
+        how = f"acceptance borrowed: {src.how or acc['borrowed_from']}"
     else:
         how = "acceptance is a prior (no published row for this method and workload)"
-    summary = (f"{how}; depth shape {fit.kind} (decay {fit.value:.3f})"
+    summary = (f"{how}; depth shape {fit.kind} (decay {fit.value:.3f}"
+               + (f", depth exponent {fit.block:.3f}" if fit.block else "") + ")"
                + (f"; depth {depth} extrapolated (measured: {', '.join(map(str, measured)) or 'none'})"
                   if extrapolated else "")
                + (f"; draft-cost priors: {', '.join(k.rsplit('.', 1)[1] for k in draft_priors)}"

@@ -36,6 +36,7 @@ class Prediction:
     kind: str  # how the left-out row's cell got α without its own source: fitted | borrowed | prior
     alpha: float  # the α the prediction used
     decay: float  # the decay the prediction used
+    block: float = 0.0  # the depth exponent β the prediction used
 
     @property
     def error(self) -> float:
@@ -58,9 +59,9 @@ def leave_one_source_out() -> tuple[Prediction, ...]:
     for src in sorted({calibration.study(r.source_url) for r in evaluable_rows()}):
         for r in (x for x in evaluable_rows() if calibration.study(x.source_url) == src):
             s = calibration.alpha_source(r.method, r.family, r.workload, moe=r.moe, exclude=src)
-            decay = calibration.decay_for(r.method, src)
-            tau = acceptance.expected_tokens(acceptance.positions(s.alpha, decay, r.depth))
-            out.append(Prediction(r, tau, s.kind, s.alpha, decay))
+            decay, block = calibration.decay_for(r.method, src), calibration.block_for(r.method, src)
+            tau = acceptance.expected_tokens(acceptance.positions(s.alpha, decay, r.depth, block=block))
+            out.append(Prediction(r, tau, s.kind, s.alpha, decay, block))
     return tuple(out)
 
 
@@ -149,7 +150,7 @@ def _shifted_tau(p: Prediction, shifts: np.ndarray) -> np.ndarray:
     a = np.clip(p.alpha, 1e-4, 1 - 1e-4)
     shifted = 1.0 / (1.0 + np.exp(-(np.log(a / (1 - a)) + shifts)))
     i = np.arange(1, p.row.depth + 1)
-    cond = np.clip(shifted[:, None] * p.decay ** (i - 1)[None, :], 0.0, 0.98)
+    cond = np.clip(shifted[:, None] * float(p.row.depth) ** (-p.block) * p.decay ** (i - 1)[None, :], 0.0, 0.98)
     return 1.0 + np.cumprod(cond, axis=1).sum(axis=1)
 
 
@@ -232,7 +233,137 @@ def _between(doc: str, start: str, end: str, text: str) -> str:
     return f"{head}{start}\n{text}\n{end}{tail}"
 
 
+def replace_between(doc: str, start: str, end: str, text: str) -> str:
+    """``doc`` with ``text`` between the markers ``start`` and ``end`` (both must be present)."""
+    return _between(doc, start, end, text)
+
+
 def with_table(doc: str) -> str:
     """``doc`` with the current table (and diagnosis, where it has the markers) between their markers."""
     doc = _between(doc, DOC_START, DOC_END, markdown_table())
-    return _between(doc, DIAG_START, DIAG_END, diagnosis_table()) if DIAG_START in doc else doc
+    doc = _between(doc, DIAG_START, DIAG_END, diagnosis_table()) if DIAG_START in doc else doc
+    return _between(doc, LOMO_START, LOMO_END, lomo_table()) if LOMO_START in doc else doc
+
+
+# ---- leave one model out, within one reference-shape benchmark table --------------------------------------
+
+LOMO_TOLERANCE = 0.10
+
+
+def reference_rows() -> tuple[calibration.PublishedRow, ...]:
+    """The reference tables' rows the LOMO validation predicts: a workload the simulator models, any depth."""
+    return tuple(r for r in calibration.reference_rows() if r.workload in calibration.WORKLOADS)
+
+
+def _predict(r: calibration.PublishedRow, exclude: str) -> Prediction:
+    s = calibration.alpha_source(r.method, r.family, r.workload, moe=r.moe, exclude=exclude)
+    decay, block = calibration.decay_for(r.method, exclude), calibration.block_for(r.method, exclude)
+    tau = acceptance.expected_tokens(acceptance.positions(s.alpha, decay, r.depth, block=block))
+    return Prediction(r, tau, s.kind, s.alpha, decay, block)
+
+
+@cache
+def leave_one_model_out() -> tuple[Prediction, ...]:
+    """For each model of the reference tables: refit without every row and curve of that model (from any source,
+    :func:`calibration.model_key`), predict its acceptance length at each (method, dataset, depth) it measured."""
+    out = []
+    for key in sorted({calibration.model_key(r.model) for r in reference_rows()}):
+        ex = calibration.MODEL_PREFIX + key
+        out += [_predict(r, ex) for r in reference_rows() if calibration.model_key(r.model) == key]
+    return tuple(out)
+
+
+def _series_key(r: calibration.PublishedRow) -> tuple[str, str, str]:
+    return (calibration.model_key(r.model), r.method, r.dataset)
+
+
+@cache
+def lomo_anchored() -> dict[calibration.PublishedRow, float | None]:
+    """Per LOMO row: the error left once the series' level is known — α set so the prediction equals the
+    published τ at the series' shallowest depth (depth 1 for MTP/EAGLE-3, 3 for DFlash/DSpark), same decay and
+    depth exponent; None for the anchor row itself. A diagnostic that looks at the held-out figures on purpose:
+    what remains is the depth shape's error, what it removes is the level's."""
+    series: dict[tuple, list[Prediction]] = defaultdict(list)
+    for p in leave_one_model_out():
+        series[_series_key(p.row)].append(p)
+    out: dict[calibration.PublishedRow, float | None] = {}
+    for preds in series.values():
+        anchor = min(preds, key=lambda p: p.row.depth)
+        a = acceptance.solve_alpha(anchor.row.value, anchor.row.depth, anchor.decay, anchor.block)
+        for p in preds:
+            if p is anchor:
+                out[p.row] = None
+                continue
+            tau = acceptance.expected_tokens(acceptance.positions(a, p.decay, p.row.depth, block=p.block))
+            out[p.row] = abs(tau - p.row.value) / p.row.value
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class LomoCell:
+    n: int
+    models: int
+    median: float
+    worst: float
+    median_anchored: float | None  # median error once the series' level is known (None: only anchor rows)
+    worst_anchored: float | None
+
+
+def _lomo_cell(preds: list[Prediction]) -> LomoCell:
+    e = np.array([p.error for p in preds])
+    anch = lomo_anchored()
+    after = np.array([x for p in preds if (x := anch[p.row]) is not None])
+    return LomoCell(len(preds), len({calibration.model_key(p.row.model) for p in preds}), float(np.median(e)),
+                    float(e.max()), float(np.median(after)) if after.size else None,
+                    float(after.max()) if after.size else None)
+
+
+def lomo_by_depth() -> dict[int, LomoCell]:
+    groups: dict[int, list[Prediction]] = defaultdict(list)
+    for p in leave_one_model_out():
+        groups[p.row.depth].append(p)
+    return {d: _lomo_cell(v) for d, v in sorted(groups.items())}
+
+
+def lomo_by_model_method() -> dict[tuple[str, str], tuple[LomoCell, str, str]]:
+    """(model, method) → (errors, how the level was obtained without the model, its kind)."""
+    groups: dict[tuple[str, str], list[Prediction]] = defaultdict(list)
+    for p in leave_one_model_out():
+        groups[(p.row.model, p.row.method)].append(p)
+    out = {}
+    for (model, method), preds in sorted(groups.items()):
+        r = preds[0].row
+        src = calibration.alpha_source(method, r.family, r.workload, moe=r.moe,
+                                       exclude=calibration.MODEL_PREFIX + calibration.model_key(model))
+        out[(model, method)] = (_lomo_cell(preds), src.how, preds[0].kind)
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1%}"
+
+
+def lomo_table() -> str:
+    """Markdown: the leave-one-model-out errors by depth, then by model × method (docs/simulator.md carries it)."""
+    lines = ["| depth | rows | models | median error | worst | median, level known | worst, level known |",
+             "|---|---|---|---|---|---|---|"]
+    for d, c in lomo_by_depth().items():
+        lines.append(f"| {d} | {c.n} | {c.models} | {c.median:.1%} | {c.worst:.1%} | {_pct(c.median_anchored)} | "
+                     f"{_pct(c.worst_anchored)} |")
+    allp = list(leave_one_model_out())
+    c = _lomo_cell(allp)
+    lines.append(f"| all | {c.n} | {c.models} | {c.median:.1%} | {c.worst:.1%} | {_pct(c.median_anchored)} | "
+                 f"{_pct(c.worst_anchored)} |")
+    lines += ["", "| left-out model | method | rows | depths | median error | worst | median, level known | "
+              "level without the model |", "|---|---|---|---|---|---|---|---|"]
+    depths: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for p in allp:
+        depths[(p.row.model, p.row.method)].add(p.row.depth)
+    for (model, method), (c, how, kind) in lomo_by_model_method().items():
+        lines.append(f"| {model} | {method} | {c.n} | {', '.join(map(str, sorted(depths[(model, method)])))} | "
+                     f"{c.median:.1%} | {c.worst:.1%} | {_pct(c.median_anchored)} | {kind}: {how} |")
+    return "\n".join(lines)
+
+
+LOMO_START = "<!-- lomo-table:start (generated by scripts/validation_table.py; a test keeps it in sync) -->"
+LOMO_END = "<!-- lomo-table:end -->"

@@ -38,14 +38,19 @@ def _decay(method: str) -> float:
     return calibration.decay_for(method) if method in params.load().methods else 1.0
 
 
+def _block(method: str) -> float:
+    """The method's fitted depth exponent β (calibration); 0 for unknown methods."""
+    return calibration.block_for(method) if method in params.load().methods else 0.0
+
+
 def tokens_per_step(method: str, family: str, k: int, alpha: float) -> float:
     if k <= 0:
         return 1.0
-    return acceptance.expected_tokens(acceptance.positions(alpha, _decay(method), k))
+    return acceptance.expected_tokens(acceptance.positions(alpha, _decay(method), k, block=_block(method)))
 
 
 def alpha_from_tau(method: str, family: str, tau: float, k: int) -> float:
-    return acceptance.solve_alpha(tau, k, _decay(method))
+    return acceptance.solve_alpha(tau, k, _decay(method), _block(method))
 
 
 def _propose(method: str, workload: str) -> float:

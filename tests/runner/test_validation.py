@@ -1,7 +1,8 @@
-"""Leave-one-source-out validation of the acceptance model (analysis/validation.py).
+"""Out-of-sample validation of the acceptance model (analysis/validation.py): leave one source out, and leave one
+model out within the reference-shape benchmark tables (data/published/*/).
 
-``pytest -s`` prints the table (by depth and by method × depth) and every left-out row. The table in
-docs/simulator.md must equal the computed one (regenerate with ``python scripts/validation_table.py``).
+``pytest -s`` prints the tables (by depth and by method × depth, by model × method) and every left-out row. The
+tables in docs/simulator.md must equal the computed ones (regenerate with ``python scripts/validation_table.py``).
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ def test_table_is_printed_and_covers_every_source(capsys):
 
 def test_left_out_source_does_not_reach_its_own_prediction():
     """Out of sample for real: removing a source changes the fit that predicts it."""
-    src = "https://github.com/deepseek-ai/DeepSpec/blob/main/DSpark_paper.pdf"
-    with_all = calibration.alpha_source("dspark", "Gemma", "code", moe=False)
-    without = calibration.alpha_source("dspark", "Gemma", "code", moe=False, exclude=src)
+    src = "https://vllm.ai/blog/2026-08-23-speculative-decoding-amd-gpus"
+    with_all = calibration.alpha_source("eagle3", "Gemma", "code", moe=False)
+    without = calibration.alpha_source("eagle3", "Gemma", "code", moe=False, exclude=src)
     assert with_all.kind == "fitted" and any(r.source_url == src for r in with_all.rows)
     assert all(r.source_url != src for r in without.rows) and without.alpha != with_all.alpha
 
@@ -64,13 +65,13 @@ def test_docs_carry_the_computed_table():
     assert diag == validation.diagnosis_table(), "docs/simulator.md is stale: run python scripts/validation_table.py"
 
 
-def test_the_error_is_mostly_the_sources_level():
-    """What docs/simulator.md claims: one level number per left-out source removes most of the error at every
-    depth with data, so the misses are in the level a source's drafter reaches, not in the depth shape."""
-    after = validation.after_shift_by_depth()
-    for d, c in MEDIANS.items():
-        assert after[d] < c.median / 1.5, f"depth {d}: {after[d]:.1%} after the level vs {c.median:.1%}"
-    assert after[3] <= validation.TOLERANCE
+def test_sources_missed_by_half_are_missed_in_level():
+    """What docs/simulator.md claims: a left-out source whose rows the model misses by a median of more than 50 %
+    is off in level (its drafter or harness), not in shape: one level number for it takes the miss below half."""
+    big = [s for s in validation.level_diagnosis() if s.median_error > 0.5]
+    assert big, "no source is missed by half any more: update docs/simulator.md"
+    for s in big:
+        assert s.median_error_after_shift < s.median_error / 2, (s.study, s.median_error, s.median_error_after_shift)
 
 
 MEDIANS = validation.by_depth()
@@ -94,3 +95,69 @@ def test_residuals_feed_the_model_draws():
     res = validation.residuals_by_method()
     assert res["*"].size == len(validation.leave_one_source_out())
     assert np.isfinite(res["*"]).all()
+
+
+# ---- leave one model out, within the reference tables --------------------------------------------------------
+
+LOMO = validation.lomo_by_depth()
+MATRIX_DEPTHS = {d: c for d, c in LOMO.items() if d <= calibration.MAX_DEPTH}  # the depths the matrix runs
+LOMO_OVER = {d: c for d, c in LOMO.items() if c.median > validation.LOMO_TOLERANCE}
+
+
+def test_lomo_table_is_printed_and_covers_every_reference_row(capsys):
+    preds = validation.leave_one_model_out()
+    with capsys.disabled():
+        print("\nleave-one-model-out within the reference tables: fit without every row of the model (any source), "
+              "predict its acceptance length")
+        print(f"{'model':<28} {'method':<7} {'dataset':<10} {'k':>2} {'published':>9} {'predicted':>9} {'error':>7} "
+              f"{'level known':>11} via")
+        anch = validation.lomo_anchored()
+        for p in sorted(preds, key=lambda p: (p.row.model, p.row.method, p.row.dataset, p.row.depth)):
+            r, a = p.row, anch[p.row]
+            print(f"{r.model[-28:]:<28} {r.method:<7} {r.dataset:<10} {r.depth:>2} {r.value:>9.2f} "
+                  f"{p.predicted:>9.2f} {p.error:>7.1%} {'anchor' if a is None else f'{a:.1%}':>11} {p.kind}")
+        print(validation.lomo_table())
+    assert len(preds) == len(validation.reference_rows()) >= 300
+    assert len({calibration.model_key(p.row.model) for p in preds}) == 7
+
+
+def test_a_left_out_model_is_out_of_every_fit_but_its_family_stays():
+    """Kimi-K2.5 left out: no row of it from any source (the ROCm blog's W4A8 checkpoint is the same model) is in
+    the level tables; Kimi-K2.6 (another model of the family, another source) still is."""
+    ex = calibration.MODEL_PREFIX + calibration.model_key("moonshotai/Kimi-K2.5")
+    assert calibration.model_key("amd/Kimi-K2.5-W4A8") == calibration.model_key("moonshotai/Kimi-K2.5")
+    ref = calibration.ref_fit(ex)
+    rows = [r for v in ref.groups.values() for _, r in v] + [r for v in calibration.alpha_fit(ex).groups.values()
+                                                              for _, r in v]
+    assert rows and not any(calibration.model_key(r.model) == "kimi-k2.5" for r in rows)
+    assert any("Kimi-K2.6" in r.model for r in rows)
+    seen = calibration.alpha_source("dflash", "Kimi", "code", moe=True)
+    unseen = calibration.alpha_source("dflash", "Kimi", "code", moe=True, exclude=ex)
+    assert any("Kimi-K2.5" in r.model for r in seen.rows) and not any("Kimi-K2.5" in r.model for r in unseen.rows)
+
+
+def test_lomo_shape_error_is_small_once_the_level_is_known():
+    """The level-versus-shape diagnosis: with each series' shallowest published depth given, the depth shape
+    alone is within 10 % (median) at every depth the matrix runs."""
+    for d, c in MATRIX_DEPTHS.items():
+        if c.median_anchored is not None:
+            assert c.median_anchored <= validation.LOMO_TOLERANCE, (d, c)
+
+
+@pytest.mark.xfail(bool(LOMO_OVER), strict=True, reason=(
+    "NOT MET: leave-one-model-out median above 10 % at depths "
+    + ", ".join(f"{d} ({c.median:.0%}, worst {c.worst:.0%}, n={c.n}, {c.models} models)"
+                for d, c in sorted(LOMO_OVER.items()))
+    + ": a held-out model's block drafter is better or worse than its family's and the table's other models "
+      "(Qwen3.5-122B-A10B's DFlash most); with the series' level known the medians are "
+    + ", ".join(f"{d}: {c.median_anchored:.0%}" for d, c in sorted(LOMO_OVER.items()) if c.median_anchored is not None)
+    + " (docs/simulator.md, 'Leave one model out'); strict, so it turns red the day the model meets the bar"))
+def test_lomo_median_within_10pct_at_every_depth_with_data():
+    for d, c in LOMO.items():
+        assert c.median <= validation.LOMO_TOLERANCE, f"depth {d}: median {c.median:.1%} over {c.n} rows"
+
+
+def test_docs_carry_the_lomo_table():
+    table = validation.doc_table(DOC.read_text(), validation.LOMO_START, validation.LOMO_END)
+    assert table is not None, "docs/simulator.md lacks the lomo-table markers"
+    assert table == validation.lomo_table(), "docs/simulator.md is stale: run python scripts/validation_table.py"
