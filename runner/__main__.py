@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ingest.cli.parser import OneLineParser
-from ingest.errors import InputError, UsageError
+from ingest.errors import InputError, UsageError, store_failure
 from ingest.pipes import run_quietly
 
 
@@ -263,6 +263,14 @@ def main(argv: list[str] | None = None) -> int:
         code = {"plan": _cmd_plan, "run": _cmd_run}[args.command](args)
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
+        return 2
+    except Exception as exc:  # a DuckDB error is about the store: one line naming it (ingest/errors.py)
+        from ingest.paths import default_db_path
+
+        failure = store_failure(exc, args.db if getattr(args, "db", None) is not None else default_db_path())
+        if failure is None:
+            raise
+        print(failure.one_line(), file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # before a run started (plan, matrix or workload reading)
         print("error: interrupted", file=sys.stderr)

@@ -1,8 +1,8 @@
 """The re-scoring matrices kept for an unchanged store: ``rescore`` reads one file instead of the store's requests.
 
 :func:`analysis.rescore.matrix.load_matrices` is a function of the store, the filters and spectune's code, so it is
-keyed exactly as the answer cache keys a read-only answer (analysis/cli/answer_cache.py: the store's and its
-write-ahead log's ``(size, mtime_ns, inode)``, every ``.py`` file of the packages, the data files, ``SPECTUNE_*``)
+keyed exactly as the answer cache keys a read-only answer (analysis/cli/answer_cache.py: the store's content stamp,
+ingest/storestamp.py; every ``.py`` file of the packages, the data files, ``SPECTUNE_*``)
 with the family and GPU filters as the command words. Any write to the store, edit of the code or new data file
 makes a new key; the old file is never read again and is dropped after :data:`MAX_FILES` newer ones. Matrices
 larger than :data:`MAX_BYTES` are not kept. The commands that write the store leave the unfiltered matrices of
@@ -11,7 +11,10 @@ the new store behind (analysis/cli/precompute.py), so the first ``rescore`` afte
 One ``.npz`` per key, without pickles: every cell's samples concatenated with offsets, the replicate ratios as two
 (cells × replicates) arrays, and the cells' and matrices' fields as JSON (floats round-trip exactly). Same switch
 as the answer cache (``SPECTUNE_CACHE=off``) and same rule: a file that cannot be read or written is ignored —
-it can make ``rescore`` faster, never wrong or failing.
+it can make ``rescore`` faster, never wrong or failing. Same folder and same care (ingest/safefile.py): files live
+only in a private folder of the current user, are loaded only when regular, the user's own, at most
+:data:`MAX_BYTES` and carrying :data:`MAGIC` and their key; pruning removes only ``matrices-<64 hex>.npz`` files that
+carry the header.
 """
 
 from __future__ import annotations

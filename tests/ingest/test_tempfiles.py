@@ -80,3 +80,20 @@ def test_a_gzip_bomb_killed_mid_inflation_is_cleaned_by_the_next_start(tmp_path:
     assert done.returncode == 0, done.stderr
     assert not inflated.parent.exists()
     assert list(tmp.iterdir()) == []
+
+
+def test_only_this_users_folders_and_files_are_swept(tmp_path: Path) -> None:
+    pid = _dead_pid()
+    victim = tmp_path / "elsewhere.txt"
+    victim.write_text("not a temp file")
+    link = tmp_path / f"spectune-csv-{pid}-link"
+    link.symlink_to(victim)
+    fifo = tmp_path / f"spectune-csv-{pid}-fifo"
+    os.mkfifo(fifo)
+    foreign = tmp_path / f"spectune-upload-{pid}-theirs"
+    foreign.mkdir()
+    os.chown(foreign, 65534, 65534)  # the tests run as root (as CI does): an entry of "nobody"
+    mine = tmp_path / f"spectune-trace-{pid}-mine"
+    mine.mkdir()
+    assert tempfiles.sweep_orphans(tmp_path) == [mine]
+    assert link.is_symlink() and fifo.is_fifo() and foreign.is_dir() and victim.read_text() == "not a temp file"
