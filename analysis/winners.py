@@ -1,6 +1,6 @@
 """Winners with confidence (DESIGN's winner rule).
 
-For a group (GPU × family × workload × load) and one metric, the candidates are its (method, depth)
+For a group (GPU × model × workload [× dataset] × load) and one metric, the candidates are its (method, depth)
 cells. The winner is the best point estimate. Against every other candidate, the 95 % percentile interval
 of the bootstrap difference (winner − candidate, replicates paired by index: the cells' bootstraps are
 independent) either excludes zero — the candidate is clearly beaten — or it does not, and the candidate is
@@ -22,10 +22,12 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import equivalence, frames, model_provenance
+from analysis import equivalence, frames, labels, model_provenance
 from analysis.metrics import Metric, get_metric
 
-GROUP = ("gpu", "family", "workload", "concurrency")
+# A group never holds two models' candidates (family is a filter, not a group); the dataset splits a workload where
+# the source names one; a null concurrency ("load not stated") is its own group, never pooled with a stated load.
+GROUP = ("gpu", "family", "model", "workload", "dataset", "concurrency")
 LEVEL = 0.95
 
 
@@ -213,6 +215,8 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
     if not (np.isfinite(margin_pct) and 0 <= margin_pct <= 100):
         raise ValueError(f"equivalence margin {margin_pct} %: expected 0–100")
     out_cells = []
+    # frames without a model or dataset column (older exports, hand-built frames): null, one group as before
+    cells = cells.with_columns(pl.lit(None, pl.String).alias(k) for k in GROUP if k not in cells.columns)
     all_rows = cells.to_dicts()  # once, not per group: the rerun of a dashboard page waits on this
     all_ivals = _interval_list(reps, cells.height)
     groups = cells.with_row_index("_i").group_by(list(GROUP), maintain_order=True).agg(pl.col("_i"))
@@ -254,6 +258,8 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
             j for j, row in enumerate(group_rows) if row["cell_id"] == rows[w]["cell_id"]))
         out_cells.append({
             **{k: rows[w][k] for k in GROUP},
+            "load": labels.load_json(rows[w]["concurrency"]),
+            "source_url": rows[w].get("source_url"),  # the public source of an imported/published figure
             "winner": _cand(rows[w], v[w], d.intervals[w], m),
             "runner_up": _cand(rows[ru], v[ru], d.intervals[ru], m) if ru is not None else None,
             "margin_pct": _num(margin) if margin is not None else None,
