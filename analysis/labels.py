@@ -114,6 +114,7 @@ COLUMN_TITLES: dict[str, str] = {
     # a value and its interval
     "value": "Value", "ci_low": "95 % CI low", "ci_high": "95 % CI high", "rank": "Rank", "unit": "Unit",
     "latency": "Latency", "speedup": "Speedup vs none", "baseline_value": "none's value",
+    "best": "Best (point estimate)", "load": "Load",
     "output_throughput_per_gpu": "Output throughput per GPU (tok/s)", "tok_s_per_watt": "Output per watt (tok/s/W)",
     "acceptance_source": "Acceptance from", "acceptance_suspect": "Acceptance suspect",
     "mean_concurrency": "Mean concurrency",

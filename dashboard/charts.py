@@ -168,7 +168,7 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
               axis=alt.Axis(orient="top", labelAngle=0, labelFontSize=13, labelPadding=6, ticks=False, domain=False))
     y = alt.Y("row:N", sort=fams, title=None, scale=band,
               axis=_row_axis(labelFontSize=13, ticks=False, domain=False))
-    tooltip = [alt.Tooltip("model:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
+    tooltip = [alt.Tooltip("family:N"), alt.Tooltip("model:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
                alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
                alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
                alt.Tooltip("backend:N"), alt.Tooltip("provenance:N", title="where it comes from")]

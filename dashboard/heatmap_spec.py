@@ -26,7 +26,8 @@ _BAND = {"paddingInner": 0.04, "paddingOuter": 0.02}
 
 
 def _tooltip(cells: list[dict]) -> list[dict]:
-    tips = [_nominal("model"), _nominal("workload"), _nominal("verdict"), _nominal("tied", title="tied set"),
+    tips = [_nominal("family"), _nominal("model"), _nominal("workload"), _nominal("verdict"),
+            _nominal("tied", title="tied set"),
             _nominal("top1", title="#1 [95% CI]"), _nominal("top2", title="#2 [95% CI]"),
             _nominal("top3", title="#3 [95% CI]"), _nominal("backend"),
             _nominal("provenance", title="where it comes from")]
