@@ -19,6 +19,7 @@ from analysis.metrics import METRICS
 from dashboard import theme
 
 SELECTION = "cell"  # name of the heatmap click selection (read back by st.altair_chart on_select)
+SELECT_FIELDS = ["gpu", "family", "model", "dataset", "workload"]  # what a click names: one group of one model
 CELL_W, CELL_H = 176, 72
 LINE_H = 16  # label line height at theme.FONT_SIZE
 EDGE_LABEL = "edge of grid"  # heatmap text under a winner at the deepest/shallowest depth measured (analysis)
@@ -107,7 +108,8 @@ def winner_rows(doc: dict) -> pl.DataFrame:
                + (f" (acceptance suspect: {t['acceptance_suspect']})" if t.get("acceptance_suspect") else "")
                for t in c["top3"]]
         rows.append({
-            "gpu": c["gpu"], "family": c["family"], "workload": c["workload"], "concurrency": c["concurrency"],
+            "gpu": c["gpu"], "family": c["family"], "model": c.get("model"), "dataset": c.get("dataset"),
+            "row": notation.row_label(c), "workload": c["workload"], "concurrency": c["concurrency"],
             "method": w["method"], "depth": w["depth"], "value": w["value"], "gain_vs_none_pct": gain,
             "clear": c["clear"], "verdict": c.get("tie_text") or (
                 "clear winner" if c["clear"] else f"tie ({len(tied)} tied)"),
@@ -125,13 +127,23 @@ def winner_rows(doc: dict) -> pl.DataFrame:
                                                           if w.get("steady_fallback") else "")),
             "provenance": (c.get("provenance") or {}).get("summary", ""),
         })
-    return pl.DataFrame(rows, schema_overrides={"gain_vs_none_pct": pl.Float64, "value": pl.Float64})
+    return pl.DataFrame(rows, schema_overrides={"gain_vs_none_pct": pl.Float64, "value": pl.Float64,
+                                                "dataset": pl.String, "model": pl.String, "concurrency": pl.Int64})
+
+
+def row_order(rows: pl.DataFrame, families: list[str]) -> list[str]:
+    """The heatmap's rows (one per model, and dataset where given), grouped by family in ``families`` order."""
+    if not rows.height:
+        return []
+    pairs = rows.select("family", "row").unique().sort("family", "row").rows()
+    rank = {f: i for i, f in enumerate(families)}
+    return [r for f, r in sorted(pairs, key=lambda p: (rank.get(p[0], len(rank)), p[1])) if f in rank or not families]
 
 
 def _tie_stripes(rows: pl.DataFrame, tied_methods: dict[tuple, list[str]]) -> pl.DataFrame:
     out = []
     for r in rows.iter_rows(named=True):
-        key = (r["gpu"], r["family"], r["workload"])
+        key = (r["gpu"], r["row"], r["workload"])
         ms = tied_methods.get(key) or [r["method"]]
         for s in range(TIE_SLOTS):
             tie = not r["clear"]
@@ -142,20 +154,21 @@ def _tie_stripes(rows: pl.DataFrame, tied_methods: dict[tuple, list[str]]) -> pl
 
 def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str,
                    select: bool = True) -> alt.LayerChart:
-    """Rows = family, columns = workload; fill = winning method; a tie is striped with its tied methods'
-    colours, outlined dashed and labelled TIE; the tooltip lists the top 3 with 95 % intervals."""
+    """Rows = model (with the dataset where given, grouped by family), columns = workload; fill = winning method;
+    a tie is striped with its tied methods' colours, outlined dashed and labelled TIE; the tooltip lists the top 3
+    with 95 % intervals."""
     cells = [c for c in doc["cells"] if c["gpu"] == gpu]
     rows = winner_rows({**doc, "cells": cells})
-    tied_methods = {(c["gpu"], c["family"], c["workload"]): [t["method"] for t in c["tied"]] for c in cells}
-    fams = [f for f in families if f in set(rows["family"])] if rows.height else families
+    tied_methods = {(c["gpu"], notation.row_label(c), c["workload"]): [t["method"] for t in c["tied"]] for c in cells}
+    fams = row_order(rows, families) if rows.height else families
     wls = [w for w in workloads if w in set(rows["workload"])] if rows.height else workloads
     stripes = _tie_stripes(rows, tied_methods) if rows.height else rows
     band = alt.Scale(paddingInner=0.04, paddingOuter=0.02)
     x = alt.X("workload:N", sort=wls, title=None, scale=band,
               axis=alt.Axis(orient="top", labelAngle=0, labelFontSize=13, labelPadding=6, ticks=False, domain=False))
-    y = alt.Y("family:N", sort=fams, title=None, scale=band,
+    y = alt.Y("row:N", sort=fams, title=None, scale=band,
               axis=_row_axis(labelFontSize=13, ticks=False, domain=False))
-    tooltip = [alt.Tooltip("family:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
+    tooltip = [alt.Tooltip("family:N"), alt.Tooltip("model:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
                alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
                alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
                alt.Tooltip("backend:N"), alt.Tooltip("provenance:N", title="where it comes from")]
@@ -164,7 +177,7 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
     if any(c["winner"].get("whole_window_value") is not None for c in cells):
         tooltip.append(alt.Tooltip("whole_window:N", title="#1 whole window"))
     present = sorted(set(stripes["method"])) if stripes.height else []
-    sel = alt.selection_point(name=SELECTION, fields=["gpu", "family", "workload"], on="click", empty=False)
+    sel = alt.selection_point(name=SELECTION, fields=SELECT_FIELDS, on="click", empty=False)
     # clear cells are one rect (no seams); ties are drawn as stripes through an x offset
     solid = alt.Chart(rows.filter(pl.col("clear")).to_arrow()).mark_rect().encode(
         x=x, y=y, color=method_color(present, "winner"), tooltip=tooltip)
@@ -289,8 +302,13 @@ def positions_grid(pos: pl.DataFrame, value: str = "acceptance", legend_orient: 
         color=method_color(sorted(set(df["method"])), orient=legend_orient), detail="candidate:N",
         opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
         tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
-    ).properties(width=220, height=150).facet(row=alt.Row("family:N", title=None),
+    ).properties(width=220, height=150).facet(row=alt.Row(f"{_facet_row(df)}:N", title=None),
                                               column=alt.Column("workload:N", title=None))
+
+
+def _facet_row(df: pl.DataFrame) -> str:
+    """Facet rows per model (``row``: model · dataset) when the frame has them, else per family."""
+    return "row" if "row" in df.columns else "family"
 
 
 def latency_chart(dist: pl.DataFrame, column: str = "e2e_ms") -> alt.LayerChart:
@@ -331,6 +349,8 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
     if overlay is not None and overlay.height:
         ov = overlay.select("family", "workload", "method", pl.col("depth").cast(data.schema["depth"]),
                             pl.col("value"), pl.lit("published").alias("kind"), "source_url")
+        if "row" in data.columns:  # a family-level published point is drawn in each of its models' rows
+            ov = ov.join(data.select("family", "row").unique(), on="family")
         data = pl.concat([data, ov], how="diagonal_relaxed")
     present = sorted(set(data["method"].drop_nulls()))
     base = alt.Chart().encode(x=alt.X("depth:O", title="depth (num_speculative_tokens)", axis=alt.Axis(labelAngle=0)),
@@ -346,7 +366,7 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
         shape="diamond", size=90, filled=True, stroke=theme.INK, strokeWidth=1).encode(
         y="value:Q", tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"), "source_url:N"])
     return alt.layer(band, line, pub, data=data.to_arrow()).properties(width=220, height=170).facet(
-        row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
+        row=alt.Row(f"{_facet_row(data)}:N", title=None), column=alt.Column("workload:N", title=None))
 
 
 # Log-axis ticks at 1-2-5 of each decade (Vega's own log ticks, thinned by Streamlit's overlap rule, read

@@ -1,4 +1,5 @@
-"""The embedded default data: a simulated run of the default matrix, committed as Parquet under data/default/.
+"""The embedded default data: a simulated run of the default matrix, committed as Parquet under data/default/,
+and the published cells of data/published/ (ingest/published_default.py) imported beside it.
 
 On first use of the default store path the DuckDB file is built from those files (bootstrap replicates are
 recomputed, deterministically, rather than shipped, and multiplied by the shipped model-draw factors), into a
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ingest import ddl, paths, sql, store
+from ingest import ddl, paths, published_default, sql, store
 
 DEFAULT_DIR = paths.DATA_DIR / "default"
 TABLES = ("runs", "cells", "positions", "requests", "model_draws")
@@ -38,6 +39,7 @@ def files_stamp(folder: Path = DEFAULT_DIR) -> str:
         except OSError:
             continue
         parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    parts += published_default.stamp_parts()  # the shipped published tables are default data too
     return " ".join(parts)
 
 
@@ -48,6 +50,7 @@ def content_hash(folder: Path = DEFAULT_DIR) -> str:
         if target.exists():
             h.update(name.encode())
             h.update(target.read_bytes())
+    published_default.update_hash(h)
     return h.hexdigest()
 
 
@@ -89,12 +92,14 @@ def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
         return False
     try:
         with store.transaction(con):
+            replaced = [*default_runs, *published_default.run_ids(con)]
             for table, columns in ddl.COLUMNS.items():
                 if "run_id" in columns:
-                    con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [default_runs])
+                    con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [replaced])
         tables = read_default_tables(folder)
         if tables:
             store.write_tables_bulk(con, tables)
+        published_default.import_into(con)
         con.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     [HASH_KEY, digest])
         con.execute("CHECKPOINT")
@@ -156,6 +161,7 @@ def build_default_db(path: Path, folder: Path = DEFAULT_DIR) -> None:
                 tables = read_default_tables(folder)
                 if tables:
                     store.write_tables_bulk(con, tables)
+                published_default.import_into(con)  # the published cells beside the simulated matrix
                 con.execute("INSERT INTO meta VALUES (?, ?)", [HASH_KEY, content_hash(folder)])
                 con.execute("CHECKPOINT")
             finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from analysis.labels import group_label
 from analysis.report.document import Answer, Summary, candidate, interval_text, plural, signed_pct
 
 BACKEND_WORDS = {
@@ -77,7 +78,8 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
     deploy = (chosen.get("deploy") if chosen else None) or c.get("deploy") or {}
     if deploy.get("note"):
         notes.append(deploy["note"])
-    group = f"{c['gpu']} · {c['family']} · {c['workload']}" + (f" · c={c['concurrency']}" if several_loads else "")
+    # the model (a group never mixes models), the dataset when given, and the load — "load not stated" always said
+    group = group_label(c, with_load=several_loads or c.get("concurrency") is None)
     return Answer(group=group, candidate=cand, gain=gain_text, confidence=confidence,
                   command=deploy.get("command") or "", notes=tuple(notes))
 

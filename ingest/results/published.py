@@ -12,7 +12,7 @@ model, model_family, workload, metric, value`` required). A published measuremen
   per rank); ``tpot_ms`` → mean_tpot_ms. Speedups, ITL, per-user and cumulative per-position rates stay
   in ``published`` only (no column means the same thing).
 * cell dimensions: method, family (model_family), model, workload, gpu (empty → unknown) as given; depth
-  must be one whole number (``none`` → 0), concurrency one whole number or empty (→ 0 = not stated);
+  must be one whole number (``none`` → 0), concurrency one whole number or empty (→ NULL: load not stated);
   rows with ranges ("3-8", "2 per rank") stay in ``published`` only;
 * rows of one cell that report the same metric twice (e.g. HumanEval and MBPP both "code") are told apart
   by qualifying the workload with the dataset (``code [HumanEval]``), then with the temperature; rows still
@@ -131,9 +131,9 @@ def _assign(rows: list[dict[str, Any]]) -> Counter:
         r["_col"] = cell_column(r["metric"], r.get("unit", ""))
         depth = 0 if r["method"] == "none" else _whole(r.get("depth", ""))
         conc_text = r.get("concurrency", "")
-        conc = 0 if not conc_text else _whole(conc_text)
+        conc = None if not conc_text else _whole(conc_text)  # empty: load not stated (NULL), never 0
         why = ("metric has no cells column" if r["_col"] is None else "depth is not one number" if depth is None
-               else "concurrency is not one number" if conc is None else None)
+               else "concurrency is not one number" if conc_text and conc is None else None)
         r["_why"] = why
         if why:
             reasons[why] += 1

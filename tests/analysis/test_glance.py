@@ -51,7 +51,9 @@ def test_cli_json_carries_the_summary_over_all_loads(default_db: Path):
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     s = doc["summary"]
-    assert s["loads"] == sorted({c["concurrency"] for c in doc["cells"]}) and len(s["loads"]) > 1
+    # stated loads in order, then null ("load not stated": the published cells the default store ships)
+    assert s["loads"] == sorted({c["concurrency"] for c in doc["cells"]}, key=lambda x: (x is None, x or 0))
+    assert len(s["loads"]) > 2 and s["loads"][-1] is None and s["load_not_stated_cells"] == 28
     assert s == summary({k: v for k, v in doc.items() if k != "summary"})
     assert s["text"].startswith("Simulated data:")
     assert all(c["pick"]["label"] and c["tie_text"] for c in doc["cells"])

@@ -37,7 +37,8 @@ def test_winners_summary_answers_every_group_with_its_command_and_interval(con):
         assert a.candidate == ("none" if rec["method"] == "none" else f"{rec['method']}·{rec['depth']}")
         deploy = c["deploy"] if c["verdict"] == "clear" else c["pick"]["deploy"]
         assert a.command == deploy["command"] and a.command.startswith("vllm serve ")
-        assert a.group == f"{c['gpu']} · {c['family']} · {c['workload']}"
+        model = c["model"].rsplit("/", 1)[-1]  # the model names the group (a group never mixes models)
+        assert a.group == f"{c['gpu']} · {model} · {c['workload']}"
         assert a.confidence.startswith("clear winner") if c["verdict"] == "clear" else a.confidence == c["tie_text"]
         if w["method"] != "none":  # the paired-bootstrap interval of the gain over none, in words
             lo, hi = c["gain_vs_none_ci_pct"]
