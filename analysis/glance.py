@@ -59,7 +59,49 @@ def summary(doc: dict) -> dict:
         "tie_at": (doc.get("p_best_rule") or {}).get("tie_at"),
     }
     out["text"] = sentence(out)
+    out["answer"] = answer(doc)
     return out
+
+
+def _where(cells: list[dict]) -> str:
+    """Where a pick is clear, in words: ``MI300X chat`` or ``MI300X chat, MI355X code and 3 more``."""
+    places = list(dict.fromkeys(f"{c['gpu']} {c['workload']}" for c in cells))
+    if len(places) <= 2:
+        return " and ".join(places)
+    return ", ".join(places[:2]) + f" and {_plural(len(places) - 2, 'more place')}"
+
+
+def answer(doc: dict, shown: int = 3) -> str:
+    """The plain answer that opens the landing page: what to run where and how sure it is. With clear cells:
+    "Run mtp·4 on MI300X chat (clear in 3 of 72 cells); …"; without: the picks we would try, how often each is
+    the pick, and "measure before you deploy". Counted from the document; the wording of the vocabulary."""
+    cells = [c for c in doc.get("cells") or [] if c.get("pick")]
+    if not cells:
+        return "No cells match these filters."
+    n = len(cells)
+    on = ("On simulated data" if doc.get("simulated") else
+          "On the published figures" if all(c.get("source_url") for c in cells) else "On these measurements")
+    name = {id(c): candidate(c["pick"]["method"], c["pick"]["depth"]) for c in cells}
+    clear = [c for c in cells if c.get("verdict") == "clear"]
+    if not clear:
+        freq: dict[str, int] = defaultdict(int)
+        for c in cells:
+            freq[name[id(c)]] += 1
+        top = sorted(freq.items(), key=lambda kv: (-kv[1], kv[0]))
+        listed = ", ".join(f"{k} ({v} of {n} cells)" for k, v in top[:shown])
+        more = f" and {_plural(len(top) - shown, 'other')}" if len(top) > shown else ""
+        return (f"{on} no cell has a clear winner: the picks we would try are {listed}{more}; "
+                "measure before you deploy.")
+    by_pick: dict[str, list[dict]] = defaultdict(list)
+    for c in clear:
+        by_pick[name[id(c)]].append(c)
+    top = sorted(by_pick.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    runs = "; ".join(f"{k} on {_where(v)} (clear in {len(v)} of {n} cells)" for k, v in top[:shown])
+    more = (f"; {_plural(len(top) - shown, 'other clear pick')}" if len(top) > shown else "")
+    rest = n - len(clear)
+    tail = (f"; the other {_plural(rest, 'cell')} {'is' if rest == 1 else 'are'} ties or equivalent: "
+            "measure before you deploy there" if rest else "")
+    return f"{on}: run {runs}{more}{tail}."
 
 
 def _not_separable(d: dict) -> bool:

@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import costmodel, frames
+from analysis import costmodel, frames, vocabulary
 from analysis.cellvalues import Slo, metric_values
 from analysis.labels import candidate
 from analysis.metrics import get_metric
@@ -60,17 +60,19 @@ def winner_changes(result_a: dict, result_b: dict) -> pl.DataFrame:
     ``changed`` is True only when both winners are clear and differ; a tie on either side that contains the
     other GPU's winner is ``not clear`` rather than a change (no claim from noise). ``winner_*`` is each side's
     best point estimate; ``pick_*`` and ``cell_verdict_*`` are what the Winners heatmap shows for the same cell
-    (the pick and clear / equivalent / tie), so the pages use one vocabulary (docs/metrics.md)."""
+    (the pick and clear / equivalent / tie), so the pages use one vocabulary (docs/metrics.md); ``headline_*`` is
+    the cell's one line in that vocabulary (:func:`analysis.vocabulary.cell_words`: ``tie · pick mtp·5 (p 0.04)``)."""
     def rows(res: dict) -> pl.DataFrame:
         data = [{"family": c["family"], "workload": c["workload"], "concurrency": c["concurrency"],
                  "method": c["winner"]["method"], "depth": c["winner"]["depth"], "clear": c["clear"],
                  "tied": [candidate(t['method'], t['depth']) for t in c["tied"]],
                  "pick": candidate(c["pick"]["method"], c["pick"]["depth"]) if c.get("pick") else None,
-                 "cell_verdict": c.get("verdict")} for c in res["cells"]]
+                 "cell_verdict": c.get("verdict"), "headline": vocabulary.cell_words(c).headline}
+                for c in res["cells"]]
         return pl.DataFrame(data, schema={"family": pl.String, "workload": pl.String, "concurrency": pl.Int64,
                                           "method": pl.String, "depth": pl.Int64, "clear": pl.Boolean,
                                           "tied": pl.List(pl.String), "pick": pl.String,
-                                          "cell_verdict": pl.String})
+                                          "cell_verdict": pl.String, "headline": pl.String})
 
     a, b = rows(result_a), rows(result_b)
     j = a.join(b, on=list(KEY), how="inner", suffix="_b")
@@ -83,11 +85,13 @@ def winner_changes(result_a: dict, result_b: dict) -> pl.DataFrame:
         out.append({"family": r["family"], "workload": r["workload"], "concurrency": r["concurrency"],
                     "winner_a": wa, "winner_b": wb, "method_changes": r["method"] != r["method_b"],
                     "verdict": verdict, "pick_a": r["pick"], "pick_b": r["pick_b"],
-                    "cell_verdict_a": r["cell_verdict"], "cell_verdict_b": r["cell_verdict_b"]})
+                    "cell_verdict_a": r["cell_verdict"], "cell_verdict_b": r["cell_verdict_b"],
+                    "headline_a": r["headline"], "headline_b": r["headline_b"]})
     return pl.DataFrame(out, schema={"family": pl.String, "workload": pl.String, "concurrency": pl.Int64,
                                      "winner_a": pl.String, "winner_b": pl.String, "method_changes": pl.Boolean,
                                      "verdict": pl.String, "pick_a": pl.String, "pick_b": pl.String,
-                                     "cell_verdict_a": pl.String, "cell_verdict_b": pl.String})
+                                     "cell_verdict_a": pl.String, "cell_verdict_b": pl.String,
+                                     "headline_a": pl.String, "headline_b": pl.String})
 
 
 def efficiency(con: duckdb.DuckDBPyConnection, f: frames.Filters) -> pl.DataFrame:

@@ -1,6 +1,7 @@
-"""The Winners report's summary: per GPU · family · workload, the winning candidate at one load, its gain over
-no speculation with the 95 % interval, the verdict in words, the full deploy command, and which answers are
-simulated, measured or imported (from an :func:`analysis.winners.winners` document)."""
+"""The Winners report's summary: per GPU · family · workload, the pick at one load, its gain over no speculation
+with the 95 % interval, the verdict in the one vocabulary (``tie · pick mtp·5 (p 0.04)``, analysis.vocabulary)
+and in words, the full deploy command, and which answers are simulated, measured or imported (from an
+:func:`analysis.winners.winners` document)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections import Counter
 
 from analysis.labels import group_label
 from analysis.report.document import Answer, Summary, candidate, interval_text, plural, signed_pct
+from analysis.vocabulary import cell_words
 
 BACKEND_WORDS = {
     "sim": "simulated by spectune's calibrated simulator (backend 'sim'), not measured on GPUs",
@@ -40,6 +42,7 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
     the stated sensible pick among those within the equivalence margin (analysis.equivalence), whose deploy
     command it carries."""
     w = c["winner"]
+    words = cell_words(c)  # the same words as every page shows for this cell
     best = candidate(w["method"], w["depth"])
     verdict = c.get("verdict", "clear" if c["clear"] else "tie")
     pick = c.get("pick") if isinstance(c.get("pick"), dict) and c["pick"].get("method") else None
@@ -70,6 +73,8 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
         if chosen:
             why = chosen.get("rule") or chosen.get("reason")
             confidence += f"; sensible pick: {cand}" + (f" ({why})" if why else "")
+    confidence = f"{words.headline}; {confidence}" + (
+        f"; chance of being best: {words.chances}" if words.chances and verdict != "clear" else "")
     notes = []
     if c.get("origin") == "predicted":
         notes.append("predicted by the factorized plan's model, not run")
