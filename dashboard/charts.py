@@ -15,6 +15,7 @@ import polars as pl
 import streamlit as st
 
 from analysis import labels as notation
+from analysis import vocabulary
 from analysis.metrics import METRICS
 from dashboard import theme
 
@@ -84,25 +85,22 @@ def _cand_expr() -> pl.Expr:
 
 
 def winner_rows(doc: dict) -> pl.DataFrame:
-    """One row per heatmap cell from an ``analysis.winners`` document: names, labels, tooltip text."""
+    """One row per heatmap cell from an ``analysis.winners`` document: names, labels, tooltip text. The words
+    (verdict, pick, its chance, its gain with the interval) are :func:`analysis.vocabulary.cell_words`, the same
+    on every page and report."""
     d = _digits(doc["metric"])
     rows = []
     for c in doc["cells"]:
         w = c["winner"]
+        words = vocabulary.cell_words(c)
         tied = [cand(t["method"], t["depth"]) for t in c["tied"]]
         gain = c.get("gain_vs_none_pct")
-        gain_txt = "baseline" if w["method"] == "none" else ("" if gain is None else f"{gain:+.0f}% vs none")
         edge = c.get("grid_edge")
         edge_txt = f"\n{EDGE_LABEL}" if edge else ""
-        pick = c.get("pick") or w
-        pick_name = cand(pick["method"], pick["depth"])
-        verdict = c.get("verdict") or ("clear" if c["clear"] else "tie")
-        if verdict == "clear":
-            label = f"{cand(w['method'], w['depth'])}\n{gain_txt}{edge_txt}"
-        elif verdict == "equivalent":  # within the equivalence margin: any will do, the pick is named
-            label = f"≈ {len(c.get('equivalent') or [])} within margin\npick {pick_name}{edge_txt}"
-        else:  # a tie in plain words: how many, and the sensible pick among them
-            label = f"TIE ({len(tied)} tied)\npick {pick_name}\n{gain_txt}{edge_txt}"
+        pick_name = words.pick
+        # the verdict, the pick with its chance of being best, and its gain only with its certainty
+        label = (f"{words.verdict}\npick {pick_name} ({vocabulary.p_text(words.pick_p)})"
+                 + (f"\n{words.gain}" if words.gain else "") + edge_txt)
         top = [f"{cand(t['method'], t['depth'])}: {_fmt(t['value'], d)} "
                f"[{_fmt(t['ci_low'], d)}, {_fmt(t['ci_high'], d)}]"
                + (f" (acceptance suspect: {t['acceptance_suspect']})" if t.get("acceptance_suspect") else "")
@@ -113,7 +111,8 @@ def winner_rows(doc: dict) -> pl.DataFrame:
             "method": w["method"], "depth": w["depth"], "value": w["value"], "gain_vs_none_pct": gain,
             "clear": c["clear"], "verdict": c.get("tie_text") or (
                 "clear winner" if c["clear"] else f"tie ({len(tied)} tied)"),
-            "pick": pick_name, "pick_rule": pick.get("reason", ""),
+            "state": words.verdict, "headline": words.headline, "best": words.best, "chances": words.chances,
+            "gain": words.gain, "pick": pick_name, "pick_rule": words.why,
             "tied": ", ".join(tied), "label": label.rstrip("\n"),
             "lines": label.rstrip("\n").count("\n") + 1,
             "text_color": theme.TEXT_ON.get(w["method"], "#000000"),
@@ -152,6 +151,20 @@ def _tie_stripes(rows: pl.DataFrame, tied_methods: dict[tuple, list[str]]) -> pl
     return pl.DataFrame(out, schema_overrides=rows.schema)
 
 
+# the heatmap's tooltip: field, title (None: the field's name)
+TOOLTIP = (("family", None), ("model", None), ("workload", None), ("headline", "verdict · pick (chance of being best)"),
+           ("pick_rule", "why this pick"), ("gain", "pick vs none [95 % interval]"),
+           ("best", "best point estimate"), ("chances", "chance of being best (top candidates)"),
+           ("verdict", "verdict in words"), ("tied", "tied set"), ("top1", "#1 [95% CI]"), ("top2", "#2 [95% CI]"),
+           ("top3", "#3 [95% CI]"), ("backend", None), ("provenance", "where it comes from"))
+VERDICT_DASH = {"clear": [1, 0], "equivalent": [6, 3], "tie": [2, 3]}  # a cell's frame: solid, dashed, dotted
+VERDICT_LEGEND = {"orient": "right", "symbolType": "square", "symbolStrokeWidth": 1.5,
+                  "symbolStrokeColor": theme.INK_SOFT, "symbolFillColor": "transparent",
+                  "labelExpr": "datum.label == 'tie' ? 'tie (hatched: the tied methods)' : "
+                               "datum.label == 'equivalent' ? 'equivalent (hatched, within the margin)' : "
+                               "'clear (solid)'", "labelLimit": LEGEND_LABEL_LIMIT}
+
+
 def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str,
                    select: bool = True) -> alt.LayerChart:
     """Rows = model (with the dataset where given, grouped by family), columns = workload; fill = winning method;
@@ -168,15 +181,13 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
               axis=alt.Axis(orient="top", labelAngle=0, labelFontSize=13, labelPadding=6, ticks=False, domain=False))
     y = alt.Y("row:N", sort=fams, title=None, scale=band,
               axis=_row_axis(labelFontSize=13, ticks=False, domain=False))
-    tooltip = [alt.Tooltip("family:N"), alt.Tooltip("model:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
-               alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
-               alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
-               alt.Tooltip("backend:N"), alt.Tooltip("provenance:N", title="where it comes from")]
+    tooltip = [alt.Tooltip(f"{f}:N", title=t) if t else alt.Tooltip(f"{f}:N") for f, t in TOOLTIP]
     if any(c.get("grid_edge") for c in cells):
         tooltip.append(alt.Tooltip("grid_edge:N", title="depth grid"))
     if any(c["winner"].get("whole_window_value") is not None for c in cells):
         tooltip.append(alt.Tooltip("whole_window:N", title="#1 whole window"))
     present = sorted(set(stripes["method"])) if stripes.height else []
+    states = [v for v in vocabulary.VERDICTS if v in set(rows["state"])] if rows.height else []
     sel = alt.selection_point(name=SELECTION, fields=SELECT_FIELDS, on="click", empty=False)
     # clear cells are one rect (no seams); ties are drawn as stripes through an x offset
     solid = alt.Chart(rows.filter(pl.col("clear")).to_arrow()).mark_rect().encode(
@@ -189,6 +200,10 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
     outline = alt.Chart(rows.to_arrow()).mark_rect(fill="#FFFFFF", fillOpacity=0).encode(
         x=x, y=y, tooltip=tooltip,
     )
+    # the verdict legend names only the states on screen; each cell's frame shows its state
+    frame = alt.Chart(rows.to_arrow()).mark_rect(fillOpacity=0, stroke=theme.INK_SOFT, strokeWidth=1.5).encode(
+        x=x, y=y, strokeDash=alt.StrokeDash("state:N", title="verdict", scale=alt.Scale(
+            domain=states, range=[VERDICT_DASH[v] for v in states]), legend=alt.Legend(**VERDICT_LEGEND)))
     if select:  # exports and reports have no selection: no stroke condition on an absent signal
         outline = outline.encode(
             stroke=alt.when(sel).then(alt.value(theme.SELECTED_STROKE)).otherwise(alt.value("transparent")),
@@ -207,7 +222,7 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
             lineBreak="\n", fontSize=theme.FONT_SIZE, fontWeight="bold", dy=lift).encode(
             x=x, y=y, text="label:N", tooltip=tooltip,
             color=alt.condition("datum.clear", alt.Color("text_color:N", scale=None), alt.value("#000000"))))
-    return alt.layer(solid, hatch, *labels, outline).properties(
+    return alt.layer(solid, hatch, frame, *labels, outline).properties(
         width=CELL_W * max(len(wls), 1), height=CELL_H * max(len(fams), 1),
         title=alt.Title(f"{gpu} · winner by {metric_label}", subtitle=_heatmap_key(doc["metric"]), anchor="start"))
 

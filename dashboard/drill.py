@@ -12,6 +12,7 @@ from functools import partial
 
 import streamlit as st
 
+from analysis import vocabulary
 from analysis.cellvalues import Slo
 from analysis.drilldown import Group, suspects
 from analysis.frames import Filters
@@ -91,7 +92,12 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int | None, metric
         if origin != "measured":
             text += (" (predicted: a cost-model value, not measured)" if origin == "predicted"
                      else " (confirmed: measured to check a prediction)")
-        st.markdown(f"**{shown} · {load(concurrency)}** — {text}")
+        words = vocabulary.cell_words(verdict)  # the same words as the heatmap cell and every other page
+        st.markdown(f"**{shown} · {load(concurrency)}** — **{words.headline}**")
+        st.markdown(f"Why this pick: {words.why}; best point estimate {words.best} "
+                    f"({vocabulary.p_text(words.best_p)}); pick vs none: {words.gain or '–'}. "
+                    f"Chance of being best: {words.chances or '–'}.")
+        st.caption(f"Verdict in words: {text}")
         if (verdict.get("provenance") or {}).get("summary"):  # analysis says where the winner's numbers come from
             st.caption(f"Where the winner's numbers come from: {verdict['provenance']['summary']}")
         deploy = (verdict.get("pick") or {}).get("deploy") or verdict.get("deploy")  # deploy the sensible pick

@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from analysis import vocabulary
 from analysis.labels import row_label
 from dashboard import charts, theme
 from dashboard.vl import dataset as _dataset
@@ -26,11 +27,7 @@ _BAND = {"paddingInner": 0.04, "paddingOuter": 0.02}
 
 
 def _tooltip(cells: list[dict]) -> list[dict]:
-    tips = [_nominal("family"), _nominal("model"), _nominal("workload"), _nominal("verdict"),
-            _nominal("tied", title="tied set"),
-            _nominal("top1", title="#1 [95% CI]"), _nominal("top2", title="#2 [95% CI]"),
-            _nominal("top3", title="#3 [95% CI]"), _nominal("backend"),
-            _nominal("provenance", title="where it comes from")]
+    tips = [_nominal(f, title=t) if t else _nominal(f) for f, t in charts.TOOLTIP]
     if any(c.get("grid_edge") for c in cells):
         tips.append(_nominal("grid_edge", title="depth grid"))
     if any(c["winner"].get("whole_window_value") is not None for c in cells):
@@ -57,6 +54,13 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
                                            "symbolOpacity": 1},
              "scale": {"domain": domain, "range": rng}, "title": "winner", "type": "nominal"}
     datasets: dict[str, list[dict]] = {}
+    states = [v for v in vocabulary.VERDICTS if v in set(rows["state"])] if rows.height else []
+    frame = {"data": _dataset(rows, datasets), "mark": {"type": "rect", "fillOpacity": 0, "stroke": theme.INK_SOFT,
+                                                        "strokeWidth": 1.5},
+             "encoding": {"strokeDash": {"field": "state", "legend": dict(charts.VERDICT_LEGEND),
+                                         "scale": {"domain": states,
+                                                   "range": [charts.VERDICT_DASH[v] for v in states]},
+                                         "title": "verdict", "type": "nominal"}, "x": x, "y": y}}
     layers: list[dict] = [
         {"data": _dataset(rows.filter(pl.col("clear")), datasets), "mark": {"type": "rect"},
          "encoding": {"color": color, "tooltip": tooltip, "x": x, "y": y}},
@@ -65,6 +69,7 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
                       "tooltip": tooltip, "x": x,
                       "xOffset": {"field": "slot", "scale": {"paddingInner": 0, "paddingOuter": 0},
                                   "type": "ordinal"}, "y": y}},
+        frame,
     ]
     text = {"type": "text", "fontSize": theme.FONT_SIZE, "fontWeight": "bold", "lineBreak": "\n"}
     for n_lines in sorted(set(rows["lines"])) if rows.height else []:

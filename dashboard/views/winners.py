@@ -44,10 +44,13 @@ params = [
 ]
 
 st.title("Who wins where")
-st.caption("The fastest speculative-decoding method and depth per model × workload (× dataset), per GPU. "
-           "A winner is claimed only when its 95 % bootstrap interval against the runner-up excludes zero; "
-           "candidates within the equivalence margin count as equal, and every tie names its sensible pick "
-           "(shallowest depth, then the method you deploy today, then no drafter needed).")
+answer_slot = st.empty()  # the plain answer opens the page; filled once the document is read
+st.caption("The fastest speculative-decoding method and depth per model × workload (× dataset), per GPU, in one "
+           "vocabulary: **best** = the best point estimate; **p** = a candidate's chance of being best over the "
+           "paired replicates; **clear** = the best has p ≥ 0.95; **tie** = others keep p ≥ 0.05; "
+           "**equivalent** = within the equivalence margin; **pick** = what we recommend and why (shallowest "
+           "depth, then the method you deploy today, then no drafter needed). A gain over no speculation is "
+           "always shown with its 95 % interval, or as \"not separable from none\".")
 sidebar = [p.key for p in params if not p.key.startswith("slo")]
 v = widgets.setup(PAGE, params, sidebar=sidebar)
 if v["metric"] == "goodput":
@@ -80,7 +83,10 @@ if pub["rows"]:
 doc = doc_all if all_loads else {**doc_all, "cells": [c for c in doc_all["cells"] if c["concurrency"] == v["conc"]]}
 widgets.banner(doc["simulated"])
 glance = data.glance(doc_all)
-st.info(glance["text"], icon=":material/summarize:")
+# analysis.glance words the answer; a store of published figures only answers from those
+lead = glance if doc_all["cells"] or not pub_doc["cells"] else data.glance(pub_doc)
+answer_slot.info(lead["answer"], icon=":material/summarize:")
+st.caption(glance["text"])
 families = [x for x in dims["family"] if not v["fam"] or x in v["fam"]]
 workloads = [x for x in dims["workload"] if not v["wl"] or x in v["wl"]]
 gpus = [g for g in dims["gpu"] if (not v["gpu"] or g in v["gpu"]) and any(c["gpu"] == g for c in doc["cells"])]

@@ -39,7 +39,7 @@ def test_renders_one_heatmap_per_gpu_with_the_simulated_banner():
     assert [t.split(" · ")[0] for t in titles] == ["MI300X", "MI355X"]
     assert any("Simulated data on screen" in w.value for w in at.warning)
     labels = heatmap_labels(specs(at)[0])
-    assert len(labels) >= 2 and any("vs none" in lab for lab in labels)
+    assert len(labels) >= 2 and all("\npick " in lab for lab in labels)  # verdict, then the pick (p …)
     # the colour scale is the app's fixed palette, not Vega's default
     layers = specs(at)[0]["spec"]["layer"]
     rng = next(s for s in layers if "color" in s.get("encoding", {}))["encoding"]["color"]["scale"]
@@ -69,8 +69,8 @@ def test_gpu_and_family_filters_shrink_the_view():
 def test_ties_are_drawn_and_named():
     at = open_page(query={"conc": "1"})
     labels = set().union(*(heatmap_labels(s) for s in specs(at)[:2]))
-    ties = [lab for lab in labels if lab.startswith("TIE")]
-    assert ties and all("tied)\npick " in t for t in ties)  # plain words: how many, and the sensible pick
+    ties = [lab for lab in labels if lab.startswith(("tie\n", "equivalent\n"))]
+    assert ties and all("\npick " in t and " (p " in t for t in ties)  # the verdict, the pick and its chance
     assert any("without a clear winner" in e.label and "sensible pick" in e.label for e in at.expander)
     tie_lines = [m.value for m in at.markdown if "— pick " in m.value]
     assert tie_lines and all(" and " in m or "," in m for m in tie_lines)
@@ -187,7 +187,8 @@ def test_landing_shows_every_load_at_once_with_the_clis_summary(default_db):
         want = {(c["family"], c["workload"], c["concurrency"]): c["pick"]["label"] for c in doc["cells"]
                 if c["gpu"] == gpu}
         assert {(r["family"], r["workload"], r["concurrency"]): r["pick"] for r in ch["rows"]} == want
-    assert [i.value for i in at.info] == [doc["summary"]["text"]]
+    assert [i.value for i in at.info] == [doc["summary"]["answer"]]  # the plain answer first
+    assert any(c.value == doc["summary"]["text"] for c in at.caption)  # then the figures
     # the single-load view is one click away
     at.button(key="winners.open.16").click().run()
     assert [t.split(" · ")[0] for t in heatmap_titles(at)] == ["MI300X", "MI355X"]
