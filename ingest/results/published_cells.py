@@ -161,10 +161,10 @@ def _method(path: Path, line: int, row: dict) -> str:
 def _depth(path: Path, line: int, row: dict, method: str) -> int:
     if method == "none":
         return 0
-    depth = _whole(path, line, row, "depth", 1)
-    if depth is None or depth > 64:
-        raise InputError(path, line, f"depth {row['depth']!r} is not a whole number of 1–64")
-    return depth
+    text = row.get("depth", "")
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise InputError(path, line, f"depth {text!r} is not a whole number of 1–64")
+    return int(text)
 
 
 @dataclass(slots=True)
