@@ -18,8 +18,9 @@ from ingest import sql, store
 @pytest.fixture(scope="module")
 def loaded(default_db):
     with store.session(default_db, read_only=True) as con:
-        cells = frames.cells(con, frames.Filters())
-        doc = winners.winners(con, "output_throughput")
+        sim = frames.Filters(backends=("sim",))  # the simulated matrix (the store also ships published cells)
+        cells = frames.cells(con, sim)
+        doc = winners.winners(con, "output_throughput", sim)
         model = frames.model_factors(con, cells, "output_throughput")
         n_draw_cells = sql.one(con, "SELECT count(DISTINCT cell_id) FROM model_draws")[0]
     return cells, doc, model, n_draw_cells
@@ -41,7 +42,7 @@ def test_clear_winners_survive_every_model_draw(loaded, capsys):
     clear = [c for c in doc["cells"] if c["clear"]]
     for c in clear:
         grp = cells.with_row_index("_i").filter(
-            (pl.col("gpu") == c["gpu"]) & (pl.col("family") == c["family"]) & (pl.col("workload") == c["workload"])
+            (pl.col("gpu") == c["gpu"]) & (pl.col("model") == c["model"]) & (pl.col("workload") == c["workload"])
             & (pl.col("concurrency") == c["concurrency"]))
         w = key[(c["run_id"], c["cell_id"])]
         others = [i for i in grp["_i"].to_list() if i != w and np.isfinite(values[i])]
