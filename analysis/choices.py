@@ -63,7 +63,9 @@ def resolve_values(con: duckdb.DuckDBPyConnection, given: Mapping[str, Sequence[
                 fixed.append(value)
             elif value.strip().lower() in by_lower:
                 fixed.append(by_lower[value.strip().lower()])
-                notes.append(f"note: --{dimension} {value} read as {fixed[-1]!r} (names are matched ignoring case)")
+                how = ("a model named without its organisation" if fixed[-1].lower() != value.strip().lower()
+                       else "names are matched ignoring case")
+                notes.append(f"note: --{dimension} {value} read as {fixed[-1]!r} ({how})")
             else:
                 listed = ", ".join(valid) if valid else "none"
                 shown = repr(value if len(value) <= 60 else value[:60] + "…")  # escapes control characters

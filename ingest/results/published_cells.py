@@ -4,7 +4,9 @@ an optional per-position file recognised by its columns.
 **Cells table** (``cells.csv``): one row per (model, method, depth, dataset[, load]) with the source's own
 figures. Required columns ``source_url, model, method, depth, output_tok_s``; the others are read when present:
 ``published, engine, engine_version, gpu, gpu_count, model_family, moe, dataset, workload, concurrency,
-temperature, speedup, baseline_output_tok_s, acceptance_length, acceptance_rate, method_label, notes``. Each
+temperature, speedup, baseline_output_tok_s, acceptance_length, acceptance_rate, method_label, notes,
+draft_model``. The drafter checkpoint (for the deploy command) is ``draft_model``, else ``draft checkpoint=<id>``
+in ``notes`` (the reference table's convention). Each
 row lands as one cell of the import run (backend ``import``) with ``output_throughput``, ``acceptance_length``
 and ``acceptance_rate`` as given, its ``dataset`` and its ``source_url`` on the cell. The row's
 ``baseline_output_tok_s`` becomes one ``none`` cell per (model, dataset, GPU, load), so speedup against ``none``
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -45,7 +48,9 @@ DATASETS_CSV = DATA_DIR / "datasets.csv"
 CELL_REQUIRED = ("source_url", "model", "method", "depth", "output_tok_s")
 CELL_OPTIONAL = ("published", "engine", "engine_version", "gpu", "gpu_count", "model_family", "moe", "dataset",
                  "workload", "concurrency", "temperature", "speedup", "baseline_output_tok_s", "acceptance_length",
-                 "acceptance_rate", "method_label", "notes")
+                 "acceptance_rate", "method_label", "notes", "draft_model")
+# the drafter checkpoint, when the table has no draft_model column: "draft checkpoint=<id>" in its notes
+DRAFT_IN_NOTES = re.compile(r"draft checkpoint=([^;,\s]+)")
 POS_REQUIRED = ("source_url", "model", "method", "depth", "dataset", "position", "acceptance_rate")
 # speedup = output_tok_s / baseline_output_tok_s up to print rounding: a larger gap is a warning (different base?)
 SPEEDUP_TOLERANCE = 0.02
@@ -161,10 +166,10 @@ def _method(path: Path, line: int, row: dict) -> str:
 def _depth(path: Path, line: int, row: dict, method: str) -> int:
     if method == "none":
         return 0
-    depth = _whole(path, line, row, "depth", 1)
-    if depth is None or depth > 64:
-        raise InputError(path, line, f"depth {row['depth']!r} is not a whole number of 1–64")
-    return depth
+    text = row.get("depth", "")
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise InputError(path, line, f"depth {text!r} is not a whole number of 1–64")
+    return int(text)
 
 
 @dataclass(slots=True)
@@ -174,6 +179,7 @@ class _Cell:
     gpu_count: int
     headline: dict[str, Any]
     source_url: str
+    draft_model: str | None = None
 
 
 def _cell_rows(path: Path, rows: list[tuple[int, dict]]) -> tuple[list[_Cell], list[str]]:
@@ -217,7 +223,9 @@ def _cell_rows(path: Path, rows: list[tuple[int, dict]]) -> tuple[list[_Cell], l
         if method != "none":
             headline.update({"acceptance_length": length, "acceptance_rate": rate})
         key = CellKey(method, depth, family, model, workload, gpu, concurrency, dataset=dataset)
-        cell = _Cell(line, key, gpu_count, headline, row["source_url"])
+        found = DRAFT_IN_NOTES.search(row.get("notes", ""))
+        drafter = row.get("draft_model") or (found.group(1) if found else None)
+        cell = _Cell(line, key, gpu_count, headline, row["source_url"], drafter if method != "none" else None)
         if method == "none":
             _baseline(path, baselines, cell, out_tok)
             continue
@@ -263,7 +271,8 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         run.engine_version = engines[0]
     parsed = ParsedFile(path=path, format=FORMAT, file_hash=file_hash, run=run, warnings=warnings)
     parsed.cells = [ParsedCell(key=c.key, requests=pl.DataFrame(), window_s=None, gpu_count=c.gpu_count,
-                               headline=c.headline, labels={"source_url": c.source_url}) for c in cells]
+                               headline=c.headline, labels={"source_url": c.source_url, "draft_model": c.draft_model})
+                    for c in cells]
     parsed.summary = {"rows": len(rows), "cells": sum(1 for c in cells if c.key.method != "none"),
                       "baselines": sum(1 for c in cells if c.key.method == "none"), "sources": sources,
                       "models": len({c.key.model for c in cells}), "load_not_stated": sum(

@@ -97,7 +97,11 @@ def read_files(paths: list[Path], kind: str = "auto", opts: ReadOptions | None =
             raise UsageError("--baseline applies to Spec-Bench output files only")
         if detect(opts.baseline) != specbench.FORMAT:
             raise InputError(opts.baseline, 0, "the baseline must be a Spec-Bench output JSONL (a vanilla run)")
+        # the vanilla run serves the same target: it takes the speculative file's model (Spec-Bench's model_id is
+        # a run label, e.g. qwen3-8b-vanilla-…), so its `none` cells share that model's winner groups
+        spec = next(p for p in out if p.format == specbench.FORMAT and p.cells)
+        model = opts.overrides.get("model") or spec.cells[0].key.model
         base_opts = replace(opts, baseline=None,
-                            overrides={**opts.overrides, "method": "none", "depth": "0"})
+                            overrides={**opts.overrides, "method": "none", "depth": "0", "model": model})
         out.append(read_file(opts.baseline, specbench.FORMAT, base_opts))
     return out

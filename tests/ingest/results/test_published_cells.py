@@ -188,3 +188,21 @@ def test_fresh_table_of_other_models_needs_no_workload_or_baseline(tmp_path: Pat
     got = sorted(_q(empty_db, "SELECT model, family, workload, dataset, concurrency, gpu FROM cells"))
     assert got == [("acme/Foo-9B", "unknown", "code", "HumanEval", None, "unknown"),
                    ("acme/Foo-9B", "unknown", "reasoning", "GSM8K", None, "unknown")]
+
+
+def test_the_drafter_checkpoint_reaches_the_cell_and_the_deploy_command(empty_db: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The table's notes name each drafter ("draft checkpoint=…"): the cell keeps it, the deploy command uses it."""
+    import json
+
+    from analysis.__main__ import main as analysis_main
+
+    assert main(["results", str(FOLDER), "--db", str(empty_db)]) == 0
+    got = dict(_q(empty_db, "SELECT DISTINCT model || ' ' || method, draft_model FROM cells WHERE method <> 'none'"))
+    assert got["moonshotai/Kimi-K2.5 dflash"] == "z-lab/Kimi-K2.5-DFlash"
+    assert got["Qwen/Qwen3.5-122B-A10B mtp"] is None  # native MTP: no separate drafter
+    capsys.readouterr()
+    assert analysis_main(["winners", "--db", str(empty_db), "--model", "Kimi-K2.5", "--best-depth", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    commands = {c["dataset"]: c["deploy"]["command"] for c in doc["cells"]}
+    assert len(commands) == 4 and all('"model":"z-lab/Kimi-K2.5-DFlash"' in cmd for cmd in commands.values())
