@@ -34,8 +34,11 @@ class CellWords:
 
 
 def p_text(p: float | None) -> str:
-    """A chance of being best as text: ``p 0.31``; ``p ?`` when there is no replicate to tell."""
-    return "p ?" if p is None else f"p {p:.2f}"
+    """A chance of being best as text: ``p 0.31``; ``p < 0.01`` below what two decimals show; ``p ?`` when there
+    is no replicate to tell."""
+    if p is None:
+        return "p ?"
+    return "p < 0.01" if p < 0.005 else f"p {p:.2f}"  # never "p 0.00": a chance too small to print, not none
 
 
 def _signed(x: float) -> str:

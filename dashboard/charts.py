@@ -230,8 +230,10 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
 def _heatmap_key(metric: str) -> list[str]:
     """The heatmap's subtitle: how to read a tie and the "% vs none" under each winner. For a lower-is-better
     metric a bare "+54 %" reads as "54 % more latency", so it says which way it goes."""
-    lines = ["hatched = tie: no clear winner at 95 %; stripes show the tied methods",
-             "pick = the sensible pick within the equivalence margin (shallowest, deployed method, no drafter)",
+    lines = ["clear = the best has p ≥ 0.95 (p: chance of being best) · tie / equivalent = hatched, stripes show "
+             "the tied methods",
+             "pick (p) = what we recommend (shallowest within the margin, deployed method, no drafter) and its "
+             "chance of being best; gain over none with its 95 % interval, or \"not separable from none\"",
              f"{EDGE_LABEL} = the winner's depth is the deepest (or shallowest) measured for its method: "
              "one outside the grid may do better"]
     m = METRICS.get(metric)
@@ -239,7 +241,8 @@ def _heatmap_key(metric: str) -> list[str]:
         lines.append("decided on steady-state throughput (all slots busy; ramp-up and wind-down left out); "
                      "the whole-window figure is in the tooltip")
     if m is not None and not m.higher_is_better:
-        lines.append("% vs none = how much better than no speculation: +50% means none's value is 1.5× the winner's")
+        lines.append("gain over none = how much better than no speculation: +50 % means none's value is 1.5× the "
+                     "pick's")
     return lines
 
 

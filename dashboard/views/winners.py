@@ -126,14 +126,15 @@ else:
 
 ties = [c for c in doc["cells"] if c.get("verdict", "tie" if not c["clear"] else "clear") != "clear"]
 if ties:
-    with st.expander(f"{len(ties)} cell(s) without a clear winner (tied at 95 % or equivalent within "
+    with st.expander(f"{len(ties)} cell(s) without a clear winner (tie: the best's p < 0.95, or equivalent within "
                      f"{margin:g} %) — each names its sensible pick"):
         for c in ties:
             st.markdown(f"- **{group_label(c)}**: {c.get('tie_text', '')}")
 
 edges = [c for c in doc["cells"] if c.get("at_grid_edge")]
 if edges:
-    with st.expander(f"{len(edges)} winner(s) at the edge of the depth grid: a depth outside it may do better"):
+    with st.expander(f"{len(edges)} cell(s) whose best point estimate is at the edge of the depth grid: a depth "
+                     "outside it may do better"):
         for c in edges:
             st.markdown(f"- **{group_label(c)}**: "
                         f"{charts.cand(c['winner']['method'], c['winner']['depth'])} — {c['grid_edge']['text']}")

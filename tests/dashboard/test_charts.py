@@ -139,7 +139,7 @@ def test_winner_rows_name_ties_and_gains(built: dict):
     rows = charts.winner_rows(built["winner_heatmap"][0])
     ties = rows.filter(~rows["clear"])
     # a tie in the one vocabulary: the verdict, then the pick with its chance of being best
-    assert ties.height > 0 and all(re.match(r"(tie|equivalent)\npick \S+ \(p (\d\.\d\d|\?)\)", t)
+    assert ties.height > 0 and all(re.match(r"(tie|equivalent)\npick \S+ \(p (\d\.\d\d|< 0\.01|\?)\)", t)
                                    for t in ties["label"])
     assert (ties["headline"] == ties["state"] + " · pick " + ties["pick"] + ties["label"].str.extract(
         r"pick \S+( \(p [^)]*\))")).all()

@@ -165,7 +165,8 @@ def test_a_winner_at_the_edge_of_the_depth_grid_is_labelled_and_explained(defaul
             spec = json.dumps(next(ch["spec"] for ch in charts_ if any(
                 (r.get("gpu"), r.get("family"), r.get("workload")) in flagged for r in ch["rows"])))
             assert '"title": "depth grid"' in spec and EDGE_LABEL in spec  # tooltip field and the key's line
-            assert any(f"{len(flagged)} winner(s) at the edge of the depth grid" in e.label for e in at.expander)
+            edge = f"{len(flagged)} cell(s) whose best point estimate is at the edge of the depth grid"
+            assert any(edge in e.label for e in at.expander)
         assert all(r["whole_window"] for r in rows.values())  # the whole-window figure in the tooltip
     assert seen, "the default data has winners at the edge of its depth grid"
 

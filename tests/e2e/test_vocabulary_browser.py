@@ -15,6 +15,7 @@ import pytest
 from pypdf import PdfReader
 
 from analysis import frames, vocabulary
+from dashboard import heatmap_spec
 from analysis.winners import winners
 from ingest import store
 
@@ -39,10 +40,11 @@ def _wait_idle(page) -> None:
     page.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
 
 
-def _heatmap_cell(page, headline: str):
-    """The heatmap cell of FAMILY × WORKLOAD whose drawn tooltip (Vega's aria-label) carries ``headline``."""
-    return page.locator(f"{CHART} path[aria-label*='workload: {WORKLOAD}'][aria-label*='family: {FAMILY}']"
-                        f"[aria-label*='{TIP}: {headline}']").first
+def _heatmap_cell(page, c: dict, headline: str):
+    """The heatmap cell of ``c`` (its model × workload) whose drawn tooltip (Vega's aria-label) carries
+    ``headline``: the click layer on top of the cell (heatmap_spec.OUTLINE_VIEW)."""
+    return page.locator(f"{CHART} g.{heatmap_spec.OUTLINE_VIEW}_marks path[aria-label*='workload: {WORKLOAD}']"
+                        f"[aria-label*='Model: {c['model']};'][aria-label*='{TIP}: {headline};']").first
 
 
 def _download(page, click) -> Path:
@@ -52,15 +54,18 @@ def _download(page, click) -> Path:
 
 
 def test_one_cell_reads_the_same_on_winners_gpus_tradeoffs_and_the_report(page, base_url, default_db):
-    thr = vocabulary.cell_words(_cell(default_db, "output_throughput"))
+    thr_cell = _cell(default_db, "output_throughput")
+    thr = vocabulary.cell_words(thr_cell)
     assert thr.headline.startswith(f"{thr.verdict} · pick {thr.pick} (p ")
 
     # Winners heatmap: the cell's tooltip says the verdict and pick; its label draws them; the drill-down repeats
     page.goto(f"{base_url}/?gpu={GPU}&conc={CONC}")
-    cell = _heatmap_cell(page, thr.headline)
+    cell = _heatmap_cell(page, thr_cell, thr.headline)
     cell.wait_for()
+    # the drawn label: its lines (tspans) read verdict, pick (p), gain — no gain without its interval
     texts = page.locator(f"{CHART} svg text").all_text_contents()
-    assert f"pick {thr.pick} ({vocabulary.p_text(thr.pick_p)})" in texts and thr.verdict in texts
+    drawn = f"{thr.verdict}pick {thr.pick} ({vocabulary.p_text(thr.pick_p)}){thr.gain}"
+    assert any(t.startswith(drawn) for t in texts), (drawn, texts[:8])
     cell.click()
     page.locator("[data-testid='stMarkdownContainer']", has_text=thr.headline).first.wait_for()
     page.locator("[data-testid='stMarkdownContainer']", has_text=f"Chance of being best: {thr.chances}").first \
@@ -83,14 +88,15 @@ def test_one_cell_reads_the_same_on_winners_gpus_tradeoffs_and_the_report(page, 
         buttons.nth(1).click()
     assert info.value.suggested_filename.endswith("_winner-changes.csv")
     rows = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text())))
-    row = next(r for r in rows if (r["Model family"], r["Workload"]) == (FAMILY, WORKLOAD))
+    row = next(r for r in rows if (r["Model family"], r["Workload"]) == (FAMILY, WORKLOAD))  # see below
     assert row[f"Verdict · pick (p) on {GPU}"] == thr.headline
     assert row[f"Pick on {GPU}"] == thr.pick and row[f"Verdict on {GPU}"] == thr.verdict
 
     # Trade-offs goodput heatmap and the Winners heatmap by goodput: the same words for the same cell
-    good = vocabulary.cell_words(_cell(default_db, "goodput"))
+    good_cell = _cell(default_db, "goodput")
+    good = vocabulary.cell_words(good_cell)
     page.goto(f"{base_url}/tradeoffs?gpu={GPU}&gconc={CONC}")
     page.get_by_text("Goodput winners under the SLO").wait_for()
-    _heatmap_cell(page, good.headline).wait_for()
+    _heatmap_cell(page, good_cell, good.headline).wait_for()
     page.goto(f"{base_url}/?gpu={GPU}&conc={CONC}&metric=goodput")
-    _heatmap_cell(page, good.headline).wait_for()
+    _heatmap_cell(page, good_cell, good.headline).wait_for()
