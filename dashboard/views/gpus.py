@@ -73,8 +73,8 @@ else:
                 f"{changes.filter(pl.col('verdict') == 'not clear').height} differ only within a tie. Each GPU's "
                 "verdict and pick (with its chance p of being best) read as on the Winners heatmap; "
                 "*best* is the best point estimate.")
-    shown = ["family", "workload", "concurrency", "headline_a", "headline_b", "winner_a", "winner_b", "verdict",
-             "method_changes"]
+    shown = ["family", "model", "workload", "dataset", "concurrency", "headline_a", "headline_b", "winner_a",
+             "winner_b", "verdict", "method_changes"]
     widgets.table(changes.select([c for c in shown if c in changes.columns]), winner_titles)
     export.buttons(None, changes, name + "_winner-changes", f"{PAGE}.changes", titles=winner_titles)
     st.subheader("Efficiency: tok/s per GPU and per watt (board power from data/gpu_specs.csv)")

@@ -56,9 +56,10 @@ def test_gpus_page_compares_any_two_gpus():
     ratio = chart_specs(at)[0]
     assert ratio["rows"] and all(r["ratio"] > 0 for r in ratio["rows"])
     changes = at.dataframe[0].value  # human titles; the winner columns are named after the GPUs compared
-    assert list(changes.columns) == ["Model family", "Workload", "Concurrency", "Winner on MI300X",
-                                     "Winner on MI355X", "Method changes?", "Verdict", "Pick on MI300X",
-                                     "Pick on MI355X", "Verdict on MI300X", "Verdict on MI355X"]
+    # each GPU's verdict · pick (p) as the Winners heatmap reads it, then each GPU's best point estimate
+    assert list(changes.columns) == ["Model family", "Model", "Workload", "Dataset", "Concurrency",
+                                     "Verdict · pick (p) on MI300X", "Verdict · pick (p) on MI355X",
+                                     "Best on MI300X", "Best on MI355X", "Verdict", "Method changes?"]
     assert set(changes["Verdict"]) <= {"same", "changes", "not clear"}
     at.sidebar.selectbox(key="gpus.b").set_value("MI300X").run()
     assert any("two different GPUs" in i.value for i in at.info)
@@ -71,7 +72,8 @@ def test_load_page_speedups_and_break_even():
     at.sidebar.multiselect(key="load.meth").set_value(["ngram"]).run()
     assert {r["method"] for r in chart_specs(at)[0]["rows"]} == {"ngram"}
     be = at.dataframe[0].value
-    assert list(be.columns) == ["GPU", "Model family", "Workload", "Method", "Stops paying at (concurrency)"]
+    assert list(be.columns) == ["GPU", "Model family", "Model", "Workload", "Dataset", "Method",
+                                "Stops paying at (concurrency)"]
     assert set(be["Method"]) == {"ngram"}
     # a concurrency stays a number (sorting is numeric); empty = still pays at every measured load
     assert be["Stops paying at (concurrency)"].dtype.kind in "fi"

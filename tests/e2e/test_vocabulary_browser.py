@@ -15,8 +15,8 @@ import pytest
 from pypdf import PdfReader
 
 from analysis import frames, vocabulary
-from dashboard import heatmap_spec
 from analysis.winners import winners
+from dashboard import heatmap_spec
 from ingest import store
 
 pytestmark = pytest.mark.browser
