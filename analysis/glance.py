@@ -172,17 +172,20 @@ def published(doc: dict) -> dict:
     over no speculation (the source's baseline), the verdict, the load ("load not stated" when the source gives
     none) and the source. ``sources``: the distinct source URLs; ``text``: one sentence."""
     from analysis.labels import load, model_short
+    from analysis.vocabulary import cell_words
 
     rows = []
     for c in doc.get("cells") or []:
         w = c["winner"]
         gain = c.get("gain_vs_none_pct")
+        words = cell_words(c)  # the one vocabulary: verdict · pick (p), the pick's gain with its interval
         rows.append({
             "model": model_short(c.get("model")), "model_id": c.get("model"), "dataset": c.get("dataset") or "",
             "workload": c["workload"], "gpu": c["gpu"], "best": candidate(w["method"], w["depth"]),
             "method": w["method"], "depth": int(w["depth"]), "value": w["value"],
             "speedup": None if gain is None else round(1 + gain / 100, 2),
             "verdict": c.get("verdict") or ("clear" if c["clear"] else "tie"), "load": load(c["concurrency"]),
+            "headline": words.headline, "gain": words.gain,
             "source": c.get("source_url") or "",
         })
     rows.sort(key=lambda r: (r["model"], r["dataset"], r["workload"]))

@@ -76,8 +76,9 @@ if pub["rows"]:
         st.markdown(f"Source: [{url}]({url}) — figures as published (no per-request samples), "
                     "**load not stated** by the source.")
     st.caption(pub["text"])
-    widgets.table(pl.DataFrame(pub["rows"]).select("model", "dataset", "workload", "gpu", "best", "speedup",
-                                                   "verdict", "load", "source"), key=f"{PAGE}.published")
+    # the one vocabulary: the verdict and pick with its chance, its gain only with its 95 % interval
+    widgets.table(pl.DataFrame(pub["rows"]).select("model", "dataset", "workload", "gpu", "best", "headline", "gain",
+                                                   "load", "source"), key=f"{PAGE}.published")
     st.subheader("Simulated loads" if doc_all["simulated"] else "Your measurements")
 # one load's cells are the same decisions (a group is GPU × model × workload × load): filter, don't recompute
 doc = doc_all if all_loads else {**doc_all, "cells": [c for c in doc_all["cells"] if c["concurrency"] == v["conc"]]}
