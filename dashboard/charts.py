@@ -157,19 +157,30 @@ TOOLTIP = (("family", None), ("model", None), ("workload", None), ("headline", "
            ("best", "best point estimate"), ("chances", "chance of being best (top candidates)"),
            ("verdict", "verdict in words"), ("tied", "tied set"), ("top1", "#1 [95% CI]"), ("top2", "#2 [95% CI]"),
            ("top3", "#3 [95% CI]"), ("backend", None), ("provenance", "where it comes from"))
-VERDICT_DASH = {"clear": [1, 0], "equivalent": [6, 3], "tie": [2, 3]}  # a cell's frame: solid, dashed, dotted
-VERDICT_LEGEND = {"orient": "right", "symbolType": "square", "symbolStrokeWidth": 1.5,
-                  "symbolStrokeColor": theme.INK_SOFT, "symbolFillColor": "transparent",
+# each cell's verdict marker in its top-left corner (black on white, legible on any fill) and its legend
+VERDICT_SHAPE = {"clear": "square", "equivalent": "diamond", "tie": "circle"}
+VERDICT_MARK = {"type": "point", "filled": True, "size": 70, "color": "#000000", "stroke": "#FFFFFF",
+                "strokeWidth": 1.5, "opacity": 1}
+VERDICT_LEGEND = {"orient": "right", "labelLimit": LEGEND_LABEL_LIMIT, "symbolFillColor": "#000000",
                   "labelExpr": "datum.label == 'tie' ? 'tie (hatched: the tied methods)' : "
                                "datum.label == 'equivalent' ? 'equivalent (hatched, within the margin)' : "
-                               "'clear (solid)'", "labelLimit": LEGEND_LABEL_LIMIT}
+                               "'clear (solid)'"}
+MARKER_AT = 0.06  # the marker's position inside its cell (band fraction from the top-left)
+
+
+def _at_band(channel: Any, where: float) -> Any:
+    """A copy of a band position channel that points ``where`` (0–1) into the band instead of its middle."""
+    out = channel.copy(deep=True)
+    out.bandPosition = where
+    return out
 
 
 def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str,
                    select: bool = True) -> alt.LayerChart:
-    """Rows = model (with the dataset where given, grouped by family), columns = workload; fill = winning method;
-    a tie is striped with its tied methods' colours, outlined dashed and labelled TIE; the tooltip lists the top 3
-    with 95 % intervals."""
+    """Rows = model (with the dataset where given, grouped by family), columns = workload; fill = the clear best's
+    method, or stripes of the tied methods' colours; text = verdict, pick (p), the pick's gain with its interval
+    (analysis.vocabulary); a corner marker per verdict with a legend of the verdicts present; the tooltip adds
+    why this pick, the top candidates' chances and the top 3 with 95 % intervals."""
     cells = [c for c in doc["cells"] if c["gpu"] == gpu]
     rows = winner_rows({**doc, "cells": cells})
     tied_methods = {(c["gpu"], notation.row_label(c), c["workload"]): [t["method"] for t in c["tied"]] for c in cells}
@@ -191,19 +202,20 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
     sel = alt.selection_point(name=SELECTION, fields=SELECT_FIELDS, on="click", empty=False)
     # clear cells are one rect (no seams); ties are drawn as stripes through an x offset
     solid = alt.Chart(rows.filter(pl.col("clear")).to_arrow()).mark_rect().encode(
-        x=x, y=y, color=method_color(present, "winner"), tooltip=tooltip)
+        x=x, y=y, color=method_color(present, "method"), tooltip=tooltip)
     hatch = alt.Chart(stripes.filter(~pl.col("clear")).to_arrow()).mark_rect().encode(
         x=x, y=y, xOffset=alt.XOffset("slot:O", scale=alt.Scale(paddingInner=0, paddingOuter=0)),
-        color=method_color(present, "winner"), opacity=alt.Opacity("shade:Q", scale=None), tooltip=tooltip)
+        color=method_color(present, "method"), opacity=alt.Opacity("shade:Q", scale=None), tooltip=tooltip)
     # on top of the labels so a click anywhere in a cell (text included) selects it; fillOpacity 0 with a
     # fill still catches pointer events
     outline = alt.Chart(rows.to_arrow()).mark_rect(fill="#FFFFFF", fillOpacity=0).encode(
         x=x, y=y, tooltip=tooltip,
     )
-    # the verdict legend names only the states on screen; each cell's frame shows its state
-    frame = alt.Chart(rows.to_arrow()).mark_rect(fillOpacity=0, stroke=theme.INK_SOFT, strokeWidth=1.5).encode(
-        x=x, y=y, strokeDash=alt.StrokeDash("state:N", title="verdict", scale=alt.Scale(
-            domain=states, range=[VERDICT_DASH[v] for v in states]), legend=alt.Legend(**VERDICT_LEGEND)))
+    # the verdict legend names only the states on screen; each cell carries its verdict's marker
+    marker = alt.Chart(rows.to_arrow()).mark_point(**{k: v for k, v in VERDICT_MARK.items() if k != "type"}).encode(
+        x=_at_band(x, MARKER_AT), y=_at_band(y, MARKER_AT * 2),
+        shape=alt.Shape("state:N", title="verdict", scale=alt.Scale(
+            domain=states, range=[VERDICT_SHAPE[v] for v in states]), legend=alt.Legend(**VERDICT_LEGEND)))
     if select:  # exports and reports have no selection: no stroke condition on an absent signal
         outline = outline.encode(
             stroke=alt.when(sel).then(alt.value(theme.SELECTED_STROKE)).otherwise(alt.value("transparent")),
@@ -222,7 +234,7 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
             lineBreak="\n", fontSize=theme.FONT_SIZE, fontWeight="bold", dy=lift).encode(
             x=x, y=y, text="label:N", tooltip=tooltip,
             color=alt.condition("datum.clear", alt.Color("text_color:N", scale=None), alt.value("#000000"))))
-    return alt.layer(solid, hatch, frame, *labels, outline).properties(
+    return alt.layer(solid, hatch, *labels, marker, outline).properties(
         width=CELL_W * max(len(wls), 1), height=CELL_H * max(len(fams), 1),
         title=alt.Title(f"{gpu} · winner by {metric_label}", subtitle=_heatmap_key(doc["metric"]), anchor="start"))
 

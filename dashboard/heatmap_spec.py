@@ -52,15 +52,15 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
     domain, rng = theme.scale_domain_range(sorted(set(stripes["method"])) if stripes.height else [])
     color = {"field": "method", "legend": {"labelLimit": charts.LEGEND_LABEL_LIMIT, "orient": "right",
                                            "symbolOpacity": 1},
-             "scale": {"domain": domain, "range": rng}, "title": "winner", "type": "nominal"}
+             "scale": {"domain": domain, "range": rng}, "title": "method", "type": "nominal"}
     datasets: dict[str, list[dict]] = {}
     states = [v for v in vocabulary.VERDICTS if v in set(rows["state"])] if rows.height else []
-    frame = {"data": _dataset(rows, datasets), "mark": {"type": "rect", "fillOpacity": 0, "stroke": theme.INK_SOFT,
-                                                        "strokeWidth": 1.5},
-             "encoding": {"strokeDash": {"field": "state", "legend": dict(charts.VERDICT_LEGEND),
-                                         "scale": {"domain": states,
-                                                   "range": [charts.VERDICT_DASH[v] for v in states]},
-                                         "title": "verdict", "type": "nominal"}, "x": x, "y": y}}
+    marker = {"data": _dataset(rows, datasets), "mark": dict(charts.VERDICT_MARK),
+              "encoding": {"shape": {"field": "state", "legend": dict(charts.VERDICT_LEGEND),
+                                     "scale": {"domain": states, "range": [charts.VERDICT_SHAPE[v] for v in states]},
+                                     "title": "verdict", "type": "nominal"},
+                           "x": {**x, "bandPosition": charts.MARKER_AT},
+                           "y": {**y, "bandPosition": charts.MARKER_AT * 2}}}
     layers: list[dict] = [
         {"data": _dataset(rows.filter(pl.col("clear")), datasets), "mark": {"type": "rect"},
          "encoding": {"color": color, "tooltip": tooltip, "x": x, "y": y}},
@@ -69,7 +69,6 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
                       "tooltip": tooltip, "x": x,
                       "xOffset": {"field": "slot", "scale": {"paddingInner": 0, "paddingOuter": 0},
                                   "type": "ordinal"}, "y": y}},
-        frame,
     ]
     text = {"type": "text", "fontSize": theme.FONT_SIZE, "fontWeight": "bold", "lineBreak": "\n"}
     for n_lines in sorted(set(rows["lines"])) if rows.height else []:
@@ -84,6 +83,7 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
                        "encoding": {"color": {"condition": {"test": "datum.clear", "field": "text_color",
                                                             "scale": None, "type": "nominal"}, "value": "#000000"},
                                     "text": _nominal("label"), "tooltip": tooltip, "x": x, "y": y}})
+    layers.append(marker)
     outline: dict[str, Any] = {"data": _dataset(rows, datasets),
                                "mark": {"type": "rect", "fill": "#FFFFFF", "fillOpacity": 0},
                                "encoding": {"tooltip": tooltip, "x": x, "y": y}}

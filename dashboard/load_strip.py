@@ -87,7 +87,9 @@ def chart(doc: dict, gpu: str, families: list[str], workloads: list[str], metric
     rect = base.mark_rect().encode(
         color=alt.Color("method:N", scale=alt.Scale(domain=domain, range=rng), title="pick's method",
                         legend=alt.Legend(orient="right", symbolOpacity=_swatch_opacity(states), labelLimit=300)),
-        opacity=alt.Opacity("verdict:N", scale=alt.Scale(domain=states, range=[SHADE[v] for v in states]),
+        # an explicit ordinal scale: a nominal opacity gets a point scale, which ignores a one-value range
+        opacity=alt.Opacity("verdict:N", scale=alt.Scale(type="ordinal", domain=states,
+                                                         range=[SHADE[v] for v in states]),
                             legend=alt.Legend(**_opacity_legend(states))), tooltip=tooltip)
     name = base.mark_text(fontSize=12, fontWeight="bold", dy=-6, color="#000000").encode(text="pick:N",
                                                                                           tooltip=tooltip)
@@ -121,7 +123,8 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
                                                 "symbolOpacity": _swatch_opacity(states)},
                   "scale": {"domain": domain, "range": rng}, "title": "pick's method", "type": "nominal"},
         "opacity": {"field": "verdict", "legend": _opacity_legend(states),
-                    "scale": {"domain": states, "range": [SHADE[v] for v in states]}, "type": "nominal"},
+                    "scale": {"domain": states, "range": [SHADE[v] for v in states], "type": "ordinal"},
+                    "type": "nominal"},
         "tooltip": tooltip, "x": x, "y": y}}
     name = {"mark": {"type": "text", "color": "#000000", "dy": -6, "fontSize": 12, "fontWeight": "bold"},
             "encoding": {"text": vl.nominal("pick"), "tooltip": tooltip, "x": x, "y": y}}

@@ -47,7 +47,7 @@ def _marks(svg: bytes) -> list[dict[str, str]]:
     ("field: value; field: value"); axis and legend labels (no "; ") are left out. A value may itself hold
     "; " or ": " (the provenance text does): inside the provenance field, a piece continues it unless it starts
     with a field name the tests read."""
-    fields = ("family", "workload", "#1 [95% CI]", HEADLINE, "winner", "candidate", "value")
+    fields = ("family", "workload", "#1 [95% CI]", HEADLINE, "method", "candidate", "value")
     free_text = ("where it comes from", "provenance", "verdict in words")
     out = []
     for label in re.findall(r'aria-label="([^"]*)"', svg.decode()):
@@ -92,7 +92,7 @@ def _best_by_sql(db, gpu: str, conc: int) -> dict[tuple[str, str], tuple[str, in
 
 def test_the_rendered_heatmap_shows_each_cells_best_candidate(built: dict, default_db):
     """Every cell of the SVG names, as #1, the candidate with the highest throughput in the store (computed here in
-    SQL); a clear cell is drawn in that method's colour channel ("winner")."""
+    SQL); a clear cell is drawn in that method's colour channel ("method")."""
     svg = export.chart_bytes(charts.build("winner_heatmap", *built["winner_heatmap"]), "svg")
     best = _best_by_sql(default_db, "MI300X", 1)
     seen, clear, filled = set(), set(), set()
@@ -106,8 +106,8 @@ def test_the_rendered_heatmap_shows_each_cells_best_candidate(built: dict, defau
         seen.add(key)
         if mark[HEADLINE].startswith("clear · pick "):
             clear.add(key)
-            if "winner" in mark:  # the filled rect (labels carry the tooltip, not the colour channel)
-                assert mark["winner"] == method, key
+            if "method" in mark:  # the filled rect (labels carry the tooltip, not the colour channel)
+                assert mark["method"] == method, key
                 filled.add(key)
     # the default data calls no cell clear (the model's own error is in its intervals, docs/simulator.md); the
     # winner's colour on clear cells is held by test_heatmap_colour.py on hand-set values

@@ -47,9 +47,9 @@ def test_heatmap_and_load_strip_legends_name_only_the_verdicts_on_screen():
     assert heatmaps
     for chart in heatmaps:
         states = {r["state"] for r in chart["rows"] if r.get("state")}
-        dash = _channel(chart["spec"], "strokeDash")
-        assert dash["scale"]["domain"] == _present(states) and dash["title"] == "verdict"
-        assert len(dash["scale"]["range"]) == len(states)
+        shape = _channel(chart["spec"], "shape")  # each cell's verdict marker and its legend
+        assert shape["scale"]["domain"] == _present(states) and shape["title"] == "verdict"
+        assert shape["scale"]["range"] == [charts.VERDICT_SHAPE[v] for v in _present(states)]
     at = open_page()  # every load at once
     strips = [c for c in chart_specs(at) if "sensible pick at every load" in _title(c)]
     assert strips
@@ -82,7 +82,7 @@ def test_a_legend_follows_the_states_present_in_both_builders():
         fast = heatmap_spec.spec(d, "G", ["F", "H"], ["code"], "throughput")
         slow = charts.finish(charts.winner_heatmap(d, "G", ["F", "H"], ["code"], "throughput")).to_dict()
         for spec in (fast, slow):
-            assert _channel(spec, "strokeDash")["scale"]["domain"] == want
+            assert _channel(spec, "shape")["scale"]["domain"] == want
 
 
 def _default_doc(default_db: Path) -> dict:
