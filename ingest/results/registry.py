@@ -81,8 +81,9 @@ def _checked(parsed: ParsedFile) -> ParsedFile:
     for cell in parsed.cells:
         k = cell.key
         if k.cell_id in seen:
-            raise InputError(path, 0, f"two results map to the same cell ({k.method}:{k.depth} {k.family} "
-                             f"{k.workload} {k.gpu} c={k.concurrency}); check --set")
+            load = "load not stated" if k.concurrency is None else f"c={k.concurrency}"
+            raise InputError(path, 0, f"two results map to the same cell ({k.method}:{k.depth} {k.model} "
+                             f"{k.workload}{' ' + k.dataset if k.dataset else ''} {k.gpu} {load}); check --set")
         seen[k.cell_id] = k.method
     return parsed
 
