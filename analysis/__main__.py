@@ -43,13 +43,26 @@ def _checked(con, **given: list[str] | str | None) -> dict[str, tuple[str, ...]]
     return dims
 
 
+def _load_arg(text: str) -> int | None:
+    """``--concurrency 8``, or ``not-stated`` for the cells whose source gives no load (stored NULL)."""
+    if text.strip().lower().replace(" ", "-") in ("not-stated", "none", "null"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number or 'not-stated'") from None
+
+
 def _winners_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", default="output_throughput", choices=list(METRICS))
     p.add_argument("--gpu", action="append", default=[], help="repeatable")
     p.add_argument("--family", action="append", default=[], help="repeatable")
+    p.add_argument("--model", action="append", default=[], help="repeatable (a model id, e.g. Qwen/Qwen3-8B)")
     p.add_argument("--workload", action="append", default=[], help="repeatable")
+    p.add_argument("--dataset", action="append", default=[], help="repeatable (GSM8K, HumanEval …)")
     p.add_argument("--method", action="append", default=[], help="repeatable")
-    p.add_argument("--concurrency", action="append", type=int, default=[], help="repeatable")
+    p.add_argument("--concurrency", action="append", type=_load_arg, default=[],
+                   help="repeatable; 'not-stated' selects figures whose source gives no load")
     p.add_argument("--depth-min", type=int, default=0)
     p.add_argument("--depth-max", type=int, default=64)
     p.add_argument("--backend", action="append", default=[], choices=["sim", "vllm", "import"])
@@ -98,10 +111,12 @@ def winners_answer(args: argparse.Namespace) -> dict | int:
     if not 0 <= args.point_noise <= 100:
         raise UsageError(f"--point-noise {args.point_noise:g}: expected a percentage of 0–100")
     with _open(args) as con:
-        dims = _checked(con, gpu=args.gpu, family=args.family, workload=args.workload, method=args.method)
+        dims = _checked(con, gpu=args.gpu, family=args.family, workload=args.workload, method=args.method,
+                        model=args.model, dataset=args.dataset)
         f = Filters(gpus=dims["gpu"], families=dims["family"], workloads=dims["workload"], methods=dims["method"],
                     concurrency=tuple(args.concurrency), depth_min=args.depth_min, depth_max=args.depth_max,
-                    runs=tuple(args.run), backends=tuple(args.backend))
+                    runs=tuple(args.run), backends=tuple(args.backend), models=dims["model"],
+                    datasets=dims["dataset"])
         if args.schedule:
             return _schedule(args, con, f, drafters)
         res = winners(con, args.metric, f, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
@@ -116,7 +131,7 @@ def winners_answer(args: argparse.Namespace) -> dict | int:
 
 def print_winners(args: argparse.Namespace, res: dict) -> int:
     """``winners``' stdout for one document: JSON with ``--json``, the table otherwise."""
-    from analysis.labels import candidate
+    from analysis.labels import candidate, group_label
 
     if args.json:
         print(json.dumps(res))
@@ -136,8 +151,9 @@ def print_winners(args: argparse.Namespace, res: dict) -> int:
                  f"{'; steady window not used: ' + w['steady_fallback'] if w.get('steady_fallback') else ''})"
                  if w.get("whole_window_value") is not None else "")
         edge = f"  [{c['grid_edge']['text']}]" if c.get("grid_edge") else ""
-        print(f"{c['gpu']:<7} {c['family']:<8} {c['workload']:<10} c={c['concurrency']:<4} "
-              f"{candidate(w['method'], w['depth']):<10} {w['value']:>10.3f}  {verdict}{origin}{whole}{edge}")
+        source = f"  [source: {c['source_url']}]" if c.get("source_url") else ""
+        print(f"{group_label(c):<60} "
+              f"{candidate(w['method'], w['depth']):<10} {w['value']:>10.3f}  {verdict}{origin}{whole}{edge}{source}")
         pick = c.get("pick") or {}
         gain = pick.get("gain_vs_none_text") or c.get("gain_vs_none_text")
         if gain or c.get("uncertainty"):  # the pick's gain with its certainty, and where that certainty comes from
@@ -186,15 +202,18 @@ def _curve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", required=True)
     p.add_argument("--gpu", default=None)
     p.add_argument("--concurrency", type=int, default=None)
+    p.add_argument("--model", default=None, help="one model of the family (default: every model, each its own points)")
 
 
 def _curve(args: argparse.Namespace) -> int:
+    from analysis import labels
     from analysis.curves import curve
 
     with _open(args) as con:
-        dims = _checked(con, family=args.family, method=args.method, workload=args.workload, gpu=args.gpu)
+        dims = _checked(con, family=args.family, method=args.method, workload=args.workload, gpu=args.gpu,
+                        model=args.model)
         res = curve(con, dims["family"][0], dims["method"][0], dims["workload"][0], (dims["gpu"] or (None,))[0],
-                    args.concurrency)
+                    args.concurrency, (dims["model"] or (None,))[0])
     if not res["points"]:
         raise UsageError(f"no cells for family={args.family} method={args.method} workload={args.workload}")
     if args.json:
@@ -203,7 +222,8 @@ def _curve(args: argparse.Namespace) -> int:
         if res["simulated"]:
             print("SIMULATED data (backend=sim): calibrated model output, not measurements")
         for p in res["points"]:
-            print(f"{p['gpu']:<7} c={p['concurrency']:<4} depth={p['depth']}  τ={p['acceptance_length']}  "
+            print(f"{labels.model_short(p['model']):<20} {p['dataset'] or '':<10} {p['gpu']:<7} "
+                  f"{labels.load(p['concurrency']):<17} depth={p['depth']}  τ={p['acceptance_length']}  "
                   f"rate={p['acceptance_rate']}  tok/s={p['output_throughput']} "
                   f"(whole window {p['whole_window_output_throughput']})  [{p['backend']}]")
     return 0

@@ -1,4 +1,5 @@
-"""User-given dimension values (``--gpu``, ``--family``, ``--workload``, ``--method``) checked against the store.
+"""User-given dimension values (``--gpu``, ``--family``, ``--model``, ``--workload``, ``--dataset``, ``--method``)
+checked against the store.
 
 A value the store holds is kept; one that matches a stored value except for case is read as that value, with a
 note (``qwen`` → ``Qwen``); anything else is a usage error that lists the valid values, suggests the closest,
@@ -16,7 +17,7 @@ from ingest.cli.parser import did_you_mean
 from ingest.errors import UsageError
 from ingest.sql import frame as query
 
-DIMENSIONS = ("gpu", "family", "workload", "method")
+DIMENSIONS = ("gpu", "family", "model", "workload", "dataset", "method")
 
 
 def store_label(con: duckdb.DuckDBPyConnection) -> str:
@@ -34,7 +35,7 @@ def stored_values(con: duckdb.DuckDBPyConnection, dimension: str) -> list[str]:
     if dimension not in DIMENSIONS:  # an identifier: allow-listed, never user text
         raise ValueError(f"unknown dimension {dimension!r}")
     return [str(v) for v in query(con, f"SELECT DISTINCT {dimension} FROM cells WHERE status = 'ok' "
-                                       f"ORDER BY {dimension}")[dimension].to_list()]
+                                       f"AND {dimension} IS NOT NULL ORDER BY {dimension}")[dimension].to_list()]
 
 
 def resolve_values(con: duckdb.DuckDBPyConnection, given: Mapping[str, Sequence[str]]
@@ -51,13 +52,20 @@ def resolve_values(con: duckdb.DuckDBPyConnection, given: Mapping[str, Sequence[
             continue
         valid = stored_values(con, dimension)
         by_lower = {v.lower(): v for v in valid}
+        if dimension == "model":  # a model id may be given without its organisation: Qwen3-8B for Qwen/Qwen3-8B
+            short: dict[str, list[str]] = {}
+            for v in valid:
+                short.setdefault(v.rsplit("/", 1)[-1].lower(), []).append(v)
+            by_lower.update({k: vs[0] for k, vs in short.items() if len(vs) == 1 and k not in by_lower})
         fixed = []
         for value in values:
             if value in valid:
                 fixed.append(value)
             elif value.strip().lower() in by_lower:
                 fixed.append(by_lower[value.strip().lower()])
-                notes.append(f"note: --{dimension} {value} read as {fixed[-1]!r} (names are matched ignoring case)")
+                how = ("a model named without its organisation" if fixed[-1].lower() != value.strip().lower()
+                       else "names are matched ignoring case")
+                notes.append(f"note: --{dimension} {value} read as {fixed[-1]!r} ({how})")
             else:
                 listed = ", ".join(valid) if valid else "none"
                 shown = repr(value if len(value) <= 60 else value[:60] + "…")  # escapes control characters

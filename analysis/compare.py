@@ -25,7 +25,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import frames, winners
+from analysis import frames, labels, winners
 from analysis.metrics import get_metric
 from ingest.errors import UsageError
 
@@ -110,8 +110,8 @@ def cell_changes(con: duckdb.DuckDBPyConnection, a: pl.DataFrame, b: pl.DataFram
             np.full(len(va), np.nan), np.full(len(va), np.nan))
         per_metric[m] = (va, vb, lo, hi)
     out = []
-    for i, row in enumerate(joined.select("cell_id", "method", "depth", "family", "model", "workload", "gpu",
-                                          "concurrency").iter_rows(named=True)):
+    for i, row in enumerate(joined.select("cell_id", "method", "depth", "family", "model", "workload", "dataset",
+                                          "gpu", "concurrency").iter_rows(named=True)):
         metrics = {}
         for m, (va, vb, lo, hi) in per_metric.items():
             d = vb[i] - va[i]
@@ -133,7 +133,7 @@ def _side(g: dict) -> dict:
 
 
 def _measured(cells: pl.DataFrame, key: tuple, pair: tuple[str, int]) -> pl.DataFrame:
-    return cells.filter(*(pl.col(k) == v for k, v in zip(GROUP, key, strict=True)),
+    return cells.filter(*(pl.col(k).eq_missing(v) for k, v in zip(GROUP, key, strict=True)),  # null: not stated
                         pl.col("method") == pair[0], pl.col("depth") == pair[1])
 
 
@@ -178,7 +178,8 @@ def retune(groups: list[dict]) -> list[dict]:
         if g["status"] != "changed":
             continue
         to = {"method": g["b"]["method"], "depth": g["b"]["depth"]}
-        out.append({"shard": f"{g['gpu']}/{g['family']}/{g['workload']}/c={g['concurrency']}",
+        out.append({"shard": "/".join(str(x) for x in (g["gpu"], labels.model_short(g["model"]), g["workload"],
+                                                         g.get("dataset"), labels.load(g["concurrency"])) if x),
                     **{k: g[k] for k in GROUP}, "from": {"method": g["a"]["method"], "depth": g["a"]["depth"]},
                     "to": to, "gain_pct": g["gain_pct"], "speculative_config": speculative_config(**to)})
     return sorted(out, key=lambda r: -(r["gain_pct"] or 0.0))

@@ -10,19 +10,24 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 
-from analysis import frames, model_provenance
+from analysis import frames, labels, model_provenance
 
 
 def curve(con: duckdb.DuckDBPyConnection, family: str, method: str, workload: str, gpu: str | None = None,
-          concurrency: int | None = None) -> dict:
+          concurrency: int | None = None, model: str | None = None) -> dict:
+    """One point per (model, dataset, GPU, load, depth): a curve never mixes two models of the family."""
     f = frames.Filters(families=(family,), methods=(method,), workloads=(workload,),
-                       gpus=(gpu,) if gpu else (), concurrency=(concurrency,) if concurrency else ())
+                       gpus=(gpu,) if gpu else (), concurrency=(concurrency,) if concurrency else (),
+                       models=(model,) if model else ())
     cells = frames.cells(con, f)
     points = []
-    for (depth, conc, g), grp in cells.group_by(["depth", "concurrency", "gpu"], maintain_order=True):
+    for (depth, conc, g, _m, _d), grp in cells.group_by(["depth", "concurrency", "gpu", "model", "dataset"],
+                                                        maintain_order=True):
         row = grp.row(0, named=True)
         points.append({
-            "depth": int(depth), "concurrency": int(conc), "gpu": g,
+            "model": row["model"], "dataset": row["dataset"],
+            "depth": int(depth), "concurrency": None if conc is None else int(conc), "gpu": g,
+            "load": labels.load_json(conc),
             "acceptance_length": _n(row["acceptance_length"]), "acceptance_rate": _n(row["acceptance_rate"]),
             "output_throughput": _n(row["steady_output_throughput"]),
             "whole_window_output_throughput": _n(row["output_throughput"]),
@@ -30,7 +35,8 @@ def curve(con: duckdb.DuckDBPyConnection, family: str, method: str, workload: st
             "backend": row["backend"], "simulated": row["backend"] == "sim",
             "provenance": model_provenance.for_row(row),
         })
-    points.sort(key=lambda p: (p["gpu"], p["concurrency"], p["depth"]))
+    points.sort(key=lambda p: (p["model"], p["dataset"] or "", p["gpu"], p["concurrency"] is None,
+                               p["concurrency"] or 0, p["depth"]))
     backends = sorted({p["backend"] for p in points})
     return {"family": family, "method": method, "workload": workload, "gpu": gpu, "points": points,
             "backends": backends, "simulated": "sim" in backends}

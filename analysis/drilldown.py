@@ -23,11 +23,14 @@ class Group:
     gpu: str
     family: str
     workload: str
-    concurrency: int
+    concurrency: int | None  # None: the load is not stated (published figures)
+    model: str | None = None  # one model's candidates (a group never mixes models)
+    dataset: str | None = None
 
     def filters(self, base: frames.Filters | None = None) -> frames.Filters:
         return replace(base or frames.Filters(), gpus=(self.gpu,), families=(self.family,),
-                       workloads=(self.workload,), concurrency=(self.concurrency,))
+                       workloads=(self.workload,), concurrency=(self.concurrency,),
+                       models=(self.model,) if self.model else (), datasets=(self.dataset,) if self.dataset else ())
 
 
 def candidates(con: duckdb.DuckDBPyConnection, group: Group, metric: str, base: frames.Filters | None = None,

@@ -11,18 +11,25 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import acceptance, frames
+from analysis import acceptance, frames, labels
 from analysis.cellvalues import Slo, metric_values
 
-KEEP = ("gpu", "family", "workload", "concurrency", "method", "depth", "value", "ci_low", "ci_high", "backend",
-        "run_id", "cell_id")
+KEEP = ("gpu", "family", "model", "dataset", "row", "workload", "concurrency", "method", "depth", "value", "ci_low",
+        "ci_high", "backend", "run_id", "cell_id")
+
+
+def _with_row(cells: pl.DataFrame) -> pl.DataFrame:
+    """The facet row of a cell: its model (and dataset where given), never the family alone — two models of one
+    family are two rows (analysis.labels.row_label)."""
+    rows = [labels.row_label(r) for r in cells.select("family", "model", "dataset").iter_rows(named=True)]
+    return cells.with_columns(pl.Series("row", rows, dtype=pl.String))
 
 
 def by_depth(con: duckdb.DuckDBPyConnection, f: frames.Filters, metric: str, slo: Slo | None = None
              ) -> pl.DataFrame:
     """One row per (cell, depth): the metric with its interval; the baseline repeated at each depth."""
     cells, _ = metric_values(con, f, metric, slo)
-    cells = cells.select(KEEP)
+    cells = _with_row(cells).select(KEEP)
     spec = cells.filter(pl.col("method") != "none")
     base = cells.filter(pl.col("method") == "none")
     if base.height == 0 or spec.height == 0:
@@ -38,19 +45,21 @@ def by_position(con: duckdb.DuckDBPyConnection, f: frames.Filters) -> pl.DataFra
     cells = frames.cells(con, f).filter(pl.col("method") != "none")
     pos = frames.positions(con, cells)
     if pos.height == 0:
-        return pl.DataFrame(schema={"gpu": pl.String, "family": pl.String, "workload": pl.String,
-                                    "concurrency": pl.Int32, "method": pl.String, "depth": pl.Int32,
-                                    "position": pl.Int16, "acceptance": pl.Float64, "conditional": pl.Float64})
+        return pl.DataFrame(schema={"gpu": pl.String, "family": pl.String, "model": pl.String, "dataset": pl.String,
+                                    "row": pl.String, "workload": pl.String, "concurrency": pl.Int32,
+                                    "method": pl.String, "depth": pl.Int32, "position": pl.Int16,
+                                    "acceptance": pl.Float64, "conditional": pl.Float64})
     parts = []
     for _key, grp in pos.group_by(["cell_id"], maintain_order=True):
         r = grp["acceptance"].to_numpy()
         parts.append(grp.with_columns(pl.Series("conditional", acceptance.conditional_from_cumulative(r))))
     pos = pl.concat(parts)
-    dims = cells.select("run_id", "cell_id", "gpu", "family", "workload", "concurrency", "method", "depth")
+    dims = _with_row(cells).select("run_id", "cell_id", "gpu", "family", "model", "dataset", "row", "workload",
+                                   "concurrency", "method", "depth")
     out = pos.join(dims, on=["run_id", "cell_id"])
-    return out.select("gpu", "family", "workload", "concurrency", "method", "depth", "position", "acceptance",
-                      "conditional").sort("gpu", "family", "workload", "concurrency", "method", "depth",
-                                          "position")
+    return out.select("gpu", "family", "model", "dataset", "row", "workload", "concurrency", "method", "depth",
+                      "position", "acceptance", "conditional").sort(
+        "gpu", "family", "row", "workload", "concurrency", "method", "depth", "position", nulls_last=True)
 
 
 def expected_tau(conditional: list[float]) -> float:

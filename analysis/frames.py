@@ -26,22 +26,32 @@ class Filters:
     families: tuple[str, ...] = ()
     workloads: tuple[str, ...] = ()
     methods: tuple[str, ...] = ()
-    concurrency: tuple[int, ...] = ()
+    # None in it selects the cells whose load is not stated (NULL); without None they are left out
+    concurrency: tuple[int | None, ...] = ()
     depth_min: int = 0
     depth_max: int = 64
     runs: tuple[str, ...] = ()
     backends: tuple[str, ...] = field(default=())
+    models: tuple[str, ...] = ()
+    datasets: tuple[str, ...] = ()
 
 
 def _where(f: Filters) -> tuple[str, list[object]]:
     clauses = ["c.status = 'ok'", "(c.method = 'none' OR c.depth BETWEEN ? AND ?)"]
     params: list[object] = [f.depth_min, f.depth_max]
     for column, values in (("c.gpu", f.gpus), ("c.family", f.families), ("c.workload", f.workloads),
-                           ("c.method", f.methods), ("c.concurrency", f.concurrency), ("c.run_id", f.runs),
-                           ("r.backend", f.backends)):
+                           ("c.method", f.methods), ("c.run_id", f.runs), ("r.backend", f.backends),
+                           ("c.model", f.models), ("c.dataset", f.datasets)):
         if values:
             clauses.append(f"{column} IN (SELECT unnest(?))")
             params.append(list(values))
+    if f.concurrency:  # `IN` never matches NULL: "load not stated" is asked for by None, explicitly
+        stated = [c for c in f.concurrency if c is not None]
+        either = ["c.concurrency IN (SELECT unnest(?))"] if stated else []
+        params += [stated] if stated else []
+        if None in f.concurrency:
+            either.append("c.concurrency IS NULL")
+        clauses.append("(" + " OR ".join(either) + ")")
     return " AND ".join(clauses), params
 
 
@@ -53,11 +63,12 @@ def cells(con: duckdb.DuckDBPyConnection, f: Filters | None = None) -> pl.DataFr
         SELECT c.run_id, c.cell_id, {cols}, c.n_requests, c.n_failed, c.gpu_count, r.backend,
                r.engine_version, r.source AS run_source,
                c.acceptance_source, c.acceptance_suspect, c.schedule, c.synthetic_rates,
-               coalesce(c.origin, 'measured') AS origin, c.draft_model
+               coalesce(c.origin, 'measured') AS origin, c.draft_model, c.source_url
         FROM cells c JOIN runs r USING (run_id)
         WHERE {where}
         QUALIFY row_number() OVER (PARTITION BY c.cell_id ORDER BY c.written_at DESC, c.run_id DESC) = 1
-        ORDER BY c.gpu, c.family, c.workload, c.concurrency, c.method, c.depth
+        ORDER BY c.gpu, c.family, c.model, c.workload, c.dataset NULLS FIRST, c.concurrency NULLS FIRST, c.method,
+                 c.depth
     """
     return query(con, text, params)
 
@@ -197,10 +208,14 @@ def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
 
 
 def distinct_values(con: duckdb.DuckDBPyConnection) -> dict[str, list]:
-    """The values each dimension takes in the store (for filter widgets and validation)."""
-    out = {}
-    for col in ("gpu", "family", "workload", "method", "concurrency", "depth"):
-        out[col] = query(con, f"SELECT DISTINCT {col} FROM cells WHERE status = 'ok' ORDER BY {col}")[col].to_list()
+    """The values each dimension takes in the store (for filter widgets and validation). Nulls are left out (a
+    cell without a dataset, a load not stated); ``load_not_stated`` says whether any cell's load is not stated."""
+    out: dict[str, list] = {}
+    for col in ("gpu", "family", "model", "workload", "dataset", "method", "concurrency", "depth"):
+        out[col] = query(con, f"SELECT DISTINCT {col} FROM cells WHERE status = 'ok' AND {col} IS NOT NULL "
+                              f"ORDER BY {col}")[col].to_list()
+    out["load_not_stated"] = [bool(one(con, "SELECT count(*) FROM cells WHERE status = 'ok' "
+                                            "AND concurrency IS NULL")[0])]
     return out
 
 

@@ -3,7 +3,8 @@
 :func:`summary` reads an ``analysis.winners`` document (cells carrying ``verdict`` and ``pick`` from
 analysis.equivalence) and counts what the landing page and ``python -m analysis winners --json`` (key
 ``summary``) say in one sentence: how many cells are clear, equivalent or tied; how many methods and depths are
-the sensible pick somewhere; in how many GPU × family × workload groups the pick changes with load; what the
+the sensible pick somewhere; in how many GPU × model × workload [× dataset] groups the pick changes with (stated)
+load; what the
 default (``mtp·3``) leaves on the table. Every figure is counted here, none is written in advance; simulated
 data says so and ties are counted as ties.
 """
@@ -15,7 +16,7 @@ from collections import defaultdict
 
 from analysis.labels import candidate
 
-GROUP_KEY = ("gpu", "family", "workload")
+GROUP_KEY = ("gpu", "family", "model", "workload", "dataset")  # a winners group without its load
 
 
 def _plural(n: int, word: str, many: str | None = None) -> str:
@@ -30,21 +31,25 @@ def summary(doc: dict) -> dict:
     picks = [c["pick"] for c in cells if c.get("pick")]
     methods = sorted({p["method"] for p in picks})
     depths = sorted({int(p["depth"]) for p in picks if p["method"] != "none"})
-    by_group: dict[tuple, dict[int, str]] = defaultdict(dict)
+    by_group: dict[tuple, dict[int | None, str]] = defaultdict(dict)
     for c in cells:
         if c.get("pick"):
-            by_group[tuple(c[k] for k in GROUP_KEY)][int(c["concurrency"])] = candidate(c["pick"]["method"],
-                                                                                       c["pick"]["depth"])
-    multi = {g: loads for g, loads in by_group.items() if len(loads) > 1}
+            by_group[tuple(c.get(k) for k in GROUP_KEY)][c["concurrency"]] = candidate(c["pick"]["method"],
+                                                                                      c["pick"]["depth"])
+    # "changes with load" compares stated loads only: a load not stated is no point on the load axis
+    stated = {g: {k: v for k, v in loads.items() if k is not None} for g, loads in by_group.items()}
+    multi = {g: loads for g, loads in stated.items() if len(loads) > 1}
     changing = sum(1 for loads in multi.values() if len(set(loads.values())) > 1)
-    loads = sorted({int(c["concurrency"]) for c in cells})
+    loads = sorted({c["concurrency"] for c in cells}, key=lambda x: (x is None, x or 0))  # null last: not stated
     defaults = [c["default"] for c in cells if c.get("default") and c["default"].get("pick_gain_pct") is not None]
     default_label = defaults[0]["label"] if defaults else None
     median_left = round(statistics.median(d["pick_gain_pct"] for d in defaults), 1) if defaults else None
     default_inseparable = sum(1 for d in defaults if _not_separable(d))
     tied_sizes = [len(c["tied"]) for c in cells if c.get("verdict") == "tie" and c.get("tied")]
     out = {
-        "cells": len(cells), "groups": len(by_group), "loads": loads, "simulated": bool(doc.get("simulated")),
+        "cells": len(cells), "groups": len(by_group), "loads": loads,
+        "load_not_stated_cells": sum(1 for c in cells if c["concurrency"] is None),
+        "simulated": bool(doc.get("simulated")),
         "metric": doc.get("metric"), "margin_pct": margin, **{f"{k}_cells": n for k, n in verdicts.items()},
         "pick_methods": methods, "pick_depths": depths, "groups_with_several_loads": len(multi),
         "groups_pick_changes_with_load": changing, "default": default_label, "default_cells": len(defaults),
@@ -54,7 +59,49 @@ def summary(doc: dict) -> dict:
         "tie_at": (doc.get("p_best_rule") or {}).get("tie_at"),
     }
     out["text"] = sentence(out)
+    out["answer"] = answer(doc)
     return out
+
+
+def _where(cells: list[dict]) -> str:
+    """Where a pick is clear, in words: ``MI300X chat`` or ``MI300X chat, MI355X code and 3 more``."""
+    places = list(dict.fromkeys(f"{c['gpu']} {c['workload']}" for c in cells))
+    if len(places) <= 2:
+        return " and ".join(places)
+    return ", ".join(places[:2]) + f" and {_plural(len(places) - 2, 'more place')}"
+
+
+def answer(doc: dict, shown: int = 3) -> str:
+    """The plain answer that opens the landing page: what to run where and how sure it is. With clear cells:
+    "Run mtp·4 on MI300X chat (clear in 3 of 72 cells); …"; without: the picks we would try, how often each is
+    the pick, and "measure before you deploy". Counted from the document; the wording of the vocabulary."""
+    cells = [c for c in doc.get("cells") or [] if c.get("pick")]
+    if not cells:
+        return "No cells match these filters."
+    n = len(cells)
+    on = ("On simulated data" if doc.get("simulated") else
+          "On the published figures" if all(c.get("source_url") for c in cells) else "On these measurements")
+    name = {id(c): candidate(c["pick"]["method"], c["pick"]["depth"]) for c in cells}
+    clear = [c for c in cells if c.get("verdict") == "clear"]
+    if not clear:
+        freq: dict[str, int] = defaultdict(int)
+        for c in cells:
+            freq[name[id(c)]] += 1
+        top = sorted(freq.items(), key=lambda kv: (-kv[1], kv[0]))
+        listed = ", ".join(f"{k} ({v} of {n} cells)" for k, v in top[:shown])
+        more = f" and {_plural(len(top) - shown, 'other')}" if len(top) > shown else ""
+        return (f"{on} no cell has a clear winner: the picks we would try are {listed}{more}; "
+                "measure before you deploy.")
+    by_pick: dict[str, list[dict]] = defaultdict(list)
+    for c in clear:
+        by_pick[name[id(c)]].append(c)
+    top = sorted(by_pick.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    runs = "; ".join(f"{k} on {_where(v)} (clear in {len(v)} of {n} cells)" for k, v in top[:shown])
+    more = (f"; {_plural(len(top) - shown, 'other clear pick')}" if len(top) > shown else "")
+    rest = n - len(clear)
+    tail = (f"; the other {_plural(rest, 'cell')} {'is' if rest == 1 else 'are'} ties or equivalent: "
+            "measure before you deploy there" if rest else "")
+    return f"{on}: run {runs}{more}{tail}."
 
 
 def _not_separable(d: dict) -> bool:
@@ -72,7 +119,8 @@ def sentence(s: dict) -> str:
         return "No cells match these filters."
     parts = []
     n = s["cells"]
-    where = f"{_plural(n, 'cell')} ({_plural(s['groups'], 'group')} × {_plural(len(s['loads']), 'load')})"
+    where = f"{_plural(n, 'cell')} ({_plural(s['groups'], 'group')} × {_plural(len(s['loads']), 'load')}" + (
+        f", {s['load_not_stated_cells']} with the load not stated)" if s.get("load_not_stated_cells") else ")")
     counts = [f"{s['clear_cells']} clear", f"{s['equivalent_cells']} equivalent within {s['margin_pct']:g} %",
               f"{s['tie_cells']} tied under the evidence"]
     if s["tie_cells"] == n:
@@ -104,3 +152,47 @@ def sentence(s: dict) -> str:
     text = "; ".join(parts) + "."
     text = text[0].upper() + text[1:]
     return ("Simulated data: " + text[0].lower() + text[1:]) if s["simulated"] else text
+
+
+def split_published(doc: dict) -> tuple[dict, dict]:
+    """A winners document cut in two: the published groups (imported figures that name their public source,
+    ``source_url``) and the rest (simulated or measured here), each with its own ``backends``/``simulated`` —
+    so the simulated banner and summary speak of the simulated part only."""
+    def part(cells: list[dict]) -> dict:
+        backends = sorted({c["backend"] for c in cells})
+        return {**doc, "cells": cells, "backends": backends, "simulated": "sim" in backends}
+
+    cells = doc.get("cells") or []
+    return (part([c for c in cells if c.get("source_url")]), part([c for c in cells if not c.get("source_url")]))
+
+
+def published(doc: dict) -> dict:
+    """The published winner per model × dataset of a (published) winners document, for the landing page: one row
+    per group — model, dataset, workload, GPU, the best (method·depth) on the source's own figures, its speedup
+    over no speculation (the source's baseline), the verdict, the load ("load not stated" when the source gives
+    none) and the source. ``sources``: the distinct source URLs; ``text``: one sentence."""
+    from analysis.labels import load, model_short
+    from analysis.vocabulary import cell_words
+
+    rows = []
+    for c in doc.get("cells") or []:
+        w = c["winner"]
+        gain = c.get("gain_vs_none_pct")
+        words = cell_words(c)  # the one vocabulary: verdict · pick (p), the pick's gain with its interval
+        rows.append({
+            "model": model_short(c.get("model")), "model_id": c.get("model"), "dataset": c.get("dataset") or "",
+            "workload": c["workload"], "gpu": c["gpu"], "best": candidate(w["method"], w["depth"]),
+            "method": w["method"], "depth": int(w["depth"]), "value": w["value"],
+            "speedup": None if gain is None else round(1 + gain / 100, 2),
+            "verdict": c.get("verdict") or ("clear" if c["clear"] else "tie"), "load": load(c["concurrency"]),
+            "headline": words.headline, "gain": words.gain,
+            "source": c.get("source_url") or "",
+        })
+    rows.sort(key=lambda r: (r["model"], r["dataset"], r["workload"]))
+    sources = sorted({r["source"] for r in rows if r["source"]})
+    models = sorted({r["model"] for r in rows})
+    methods = sorted({r["method"] for r in rows})
+    text = (f"Published: {_plural(len(models), 'model')} × their datasets ({_plural(len(rows), 'group')}); the best "
+            f"method on the source's own figures is {', '.join(methods)} depending on model and dataset; "
+            f"load not stated by the source." if rows else "No published figures match these filters.")
+    return {"rows": rows, "sources": sources, "models": models, "text": text}

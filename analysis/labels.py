@@ -26,6 +26,43 @@ def candidate(method: str | None, depth: int | None = None) -> str:
     return f"{method}{SEP}{'?' if depth is None else int(depth)}"
 
 
+NOT_STATED = "not stated"  # the JSON ``load`` of a figure whose source gives no concurrency (concurrency: null)
+
+
+def load(concurrency: int | None) -> str:
+    """A cell's load in words: ``c=8``, or ``load not stated`` (never 0, never pooled with a stated load)."""
+    return f"load {NOT_STATED}" if concurrency is None else f"c={int(concurrency)}"
+
+
+def load_json(concurrency: int | None) -> str:
+    """The JSON ``load`` field next to ``concurrency``: ``"not stated"`` when it is null, else ``"c=8"``."""
+    return NOT_STATED if concurrency is None else f"c={int(concurrency)}"
+
+
+def model_short(model: str | None) -> str:
+    """A model id without its organisation (``Qwen/Qwen3.5-122B-A10B`` → ``Qwen3.5-122B-A10B``)."""
+    return (model or "?").rsplit("/", 1)[-1]
+
+
+def row_label(c: Mapping) -> str:
+    """A heatmap row: the model (without its organisation) and the dataset when the source gave one —
+    ``Qwen3.5-122B-A10B · GSM8K``; the family when a cell names no model."""
+    name = model_short(c["model"]) if c.get("model") else str(c.get("family"))
+    return f"{name} · {c['dataset']}" if c.get("dataset") else name
+
+
+def group_label(c: Mapping, *, with_load: bool = True, with_gpu: bool = True) -> str:
+    """A winners group in words: ``MI300X · Qwen3.5-122B-A10B · reasoning · GSM8K · load not stated`` (the
+    model, not only its family: a group never mixes models; the dataset when the source gave one)."""
+    parts = [c.get("gpu")] if with_gpu else []
+    parts += [model_short(c.get("model")) if c.get("model") else c.get("family"), c.get("workload")]
+    if c.get("dataset"):
+        parts.append(c["dataset"])
+    if with_load:
+        parts.append(load(c.get("concurrency")))
+    return " · ".join(str(p) for p in parts if p)
+
+
 def of(c: Mapping) -> str:
     """The notation of a JSON candidate (``{"method": …, "depth": …}``)."""
     return candidate(c.get("method"), c.get("depth"))
@@ -77,6 +114,7 @@ COLUMN_TITLES: dict[str, str] = {
     # a value and its interval
     "value": "Value", "ci_low": "95 % CI low", "ci_high": "95 % CI high", "rank": "Rank", "unit": "Unit",
     "latency": "Latency", "speedup": "Speedup vs none", "baseline_value": "none's value",
+    "load": "Load",
     "output_throughput_per_gpu": "Output throughput per GPU (tok/s)", "tok_s_per_watt": "Output per watt (tok/s/W)",
     "acceptance_source": "Acceptance from", "acceptance_suspect": "Acceptance suspect",
     "mean_concurrency": "Mean concurrency",
@@ -91,6 +129,9 @@ COLUMN_TITLES: dict[str, str] = {
     "verdict": "Verdict", "best": "Best (point estimate)",
     "p_best": "Chance of being best (p)", "p_best_winner": "Best's chance of being best (p)",
     "clear": "Clear (p ≥ clear-at)", "tied": "Tied (p ≥ tie-at)", "equivalent": "Equivalent (within margin)",
+    "headline": "Verdict · pick (p)", "chances": "Chance of being best (top)", "state": "Verdict (one word)",
+    "gain": "Pick vs none [95 % interval]", "headline_a": "Verdict · pick (p) in A",
+    "headline_b": "Verdict · pick (p) in B",
     "pick": "Pick", "pick_rule": "Why this pick", "tie_text": "Verdict in words", "top1": "#1 [95 % CI]",
     "gain_vs_none_text": "Gain vs none (with its certainty)", "gain_vs_none_ci_pct": "Gain vs none 95 % CI (%)",
     "pick_gain_text": "Pick vs default (with its certainty)", "uncertainty": "Certainty from",

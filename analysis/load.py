@@ -18,7 +18,8 @@ from analysis import frames
 from analysis.cellvalues import Slo, metric_values, percentile_bounds
 from analysis.metrics import get_metric
 
-KEY = ("gpu", "family", "workload", "concurrency")
+# per model (and dataset where given), as analysis.winners.GROUP: a speedup is over the same model's `none`
+KEY = ("gpu", "family", "model", "workload", "dataset", "concurrency")
 
 
 def speedup_vs_load(con: duckdb.DuckDBPyConnection, f: frames.Filters, metric: str = "output_throughput", *,
@@ -27,10 +28,11 @@ def speedup_vs_load(con: duckdb.DuckDBPyConnection, f: frames.Filters, metric: s
     m = get_metric(metric)
     with_none = replace(f, methods=(*f.methods, "none") if f.methods else ())
     cells, reps = metric_values(con, with_none, metric, slo)
-    cells = cells.with_row_index("_i")
+    # speedup against load: a figure whose load is not stated has no place on that axis
+    cells = cells.with_row_index("_i").filter(pl.col("concurrency").is_not_null())
     base = cells.filter(pl.col("method") == "none").select(*KEY, pl.col("value").alias("baseline"),
                                                           pl.col("_i").alias("_b"))
-    spec = cells.filter(pl.col("method") != "none").join(base, on=list(KEY), how="inner")
+    spec = cells.filter(pl.col("method") != "none").join(base, on=list(KEY), how="inner", nulls_equal=True)
     if spec.height == 0:
         return pl.DataFrame(schema={**{k: cells.schema[k] for k in KEY}, "method": pl.String, "depth": pl.Int32,
                                     "value": pl.Float64, "baseline": pl.Float64, "speedup": pl.Float64,
@@ -56,10 +58,11 @@ def speedup_vs_load(con: duckdb.DuckDBPyConnection, f: frames.Filters, metric: s
 def break_even(speedups: pl.DataFrame) -> pl.DataFrame:
     """Per GPU × family × workload × method: the lowest concurrency where the speedup is no longer > 1
     (null when speculation still pays at every measured load)."""
+    speedups = _with_group_columns(speedups)
     losing = speedups.filter(pl.col("speedup") <= 1.0)
-    keys = ["gpu", "family", "workload", "method"]
+    keys = ["gpu", "family", "model", "workload", "dataset", "method"]
     first = losing.group_by(keys).agg(pl.col("concurrency").min().alias("stops_paying_at"))
-    return speedups.select(keys).unique().join(first, on=keys, how="left").sort(keys)
+    return speedups.select(keys).unique().join(first, on=keys, how="left", nulls_equal=True).sort(keys)
 
 
 def with_gaps(speedups: pl.DataFrame, best_depth: bool = True) -> pl.DataFrame:
@@ -68,11 +71,18 @@ def with_gaps(speedups: pl.DataFrame, best_depth: bool = True) -> pl.DataFrame:
     no data between."""
     if speedups.height == 0:
         return speedups
-    group = ["gpu", "family", "workload"]
+    given = speedups.columns
+    speedups = _with_group_columns(speedups)
+    group = ["gpu", "family", "model", "workload", "dataset"]
     line = [*group, "method"] + ([] if best_depth else ["depth"])
     loads = speedups.select(*group, "concurrency").unique()
     lines = speedups.select(line).unique()
-    grid = lines.join(loads, on=group, how="inner")
+    grid = lines.join(loads, on=group, how="inner", nulls_equal=True)
     keys = [*line, "concurrency"]
-    out = grid.join(speedups, on=keys, how="left")
-    return out.select(speedups.columns).sort(*KEY, "method", "depth", nulls_last=True)
+    out = grid.join(speedups, on=keys, how="left", nulls_equal=True)
+    return out.select(given).sort(*[k for k in KEY if k in given], "method", "depth", nulls_last=True)
+
+
+def _with_group_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """``model``/``dataset`` as null where a frame has none (a hand-built frame, an older export): one group."""
+    return frame.with_columns(pl.lit(None, pl.String).alias(k) for k in ("model", "dataset") if k not in frame.columns)

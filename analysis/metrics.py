@@ -52,7 +52,8 @@ CELL_COLUMNS: tuple[str, ...] = (
     "steady_output_throughput", "steady_output_throughput_per_gpu", "steady_window_s", "steady_requests",
     "steady_fallback",
 )
-DIMENSION_COLUMNS: tuple[str, ...] = ("method", "depth", "family", "model", "workload", "gpu", "concurrency")
+DIMENSION_COLUMNS: tuple[str, ...] = ("method", "depth", "family", "model", "workload", "dataset", "gpu",
+                                      "concurrency")
 
 
 def get_metric(name: str) -> Metric:

@@ -1,6 +1,6 @@
 """Trade-offs: throughput against tail latency per cell, and the Pareto front of each group.
 
-A cell is on the front when no other cell of its group (GPU × family × workload × concurrency, across methods
+A cell is on the front when no other cell of its group (GPU × model × workload × dataset × load, across methods
 and depths) has at least its throughput and at most its latency, with one of the two strictly better. The front
 is per load: the load is the traffic a deployment gets, not a knob to trade (across loads, throughput and
 latency both grow with concurrency and the front would mix operating points no one can choose between).
@@ -15,7 +15,7 @@ import polars as pl
 from analysis import frames
 from analysis.metrics import get_metric
 
-FRONT_GROUP = ("gpu", "family", "workload", "concurrency")
+FRONT_GROUP = ("gpu", "family", "model", "workload", "dataset", "concurrency")  # per model, as winners
 LATENCIES = ("p99_e2e_ms", "p99_tpot_ms", "p99_ttft_ms")
 
 
@@ -43,8 +43,10 @@ def tradeoff(con: duckdb.DuckDBPyConnection, f: frames.Filters, latency: str = "
         raise ValueError(f"unknown latency {latency!r} (expected one of {', '.join(LATENCIES)})")
     get_metric(latency)
     cells = frames.cells(con, f).select(
-        "gpu", "family", "workload", "concurrency", "method", "depth", "output_throughput",
+        "gpu", "family", "model", "workload", "dataset", "concurrency", "method", "depth", "output_throughput",
         pl.col(latency).alias("latency"), "backend", "run_id", "cell_id")
+    # a figure without the latency (published point figures) has no place on a throughput-vs-latency front
+    cells = cells.filter(pl.col("latency").is_not_null() & pl.col("output_throughput").is_not_null())
     if cells.height == 0:
         return cells.with_columns(pl.lit(False).alias("on_front"))
     cells = cells.with_row_index("_i")

@@ -26,8 +26,9 @@ def runs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         FROM g GROUP BY run_id""")
     out = out.join(per, on="run_id", how="left")
     if "gpu_count" in out.columns and "backend" in out.columns:
-        out = out.with_columns(pl.when(pl.col("backend") == "sim").then(None).otherwise(pl.col("gpu_count"))
-                               .alias("gpu_count"))
+        # 0 is never a host's GPU count: a simulated run had none, an imported file does not say its host's
+        unknown = (pl.col("backend") == "sim") | (pl.col("gpu_count") == 0)
+        out = out.with_columns(pl.when(unknown).then(None).otherwise(pl.col("gpu_count")).alias("gpu_count"))
     return out
 
 

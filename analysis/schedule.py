@@ -31,7 +31,7 @@ from analysis.metrics import Metric, get_metric
 from analysis.rescore.config import Choice, Schedule, scheduled
 from analysis.winners import LEVEL, interval
 
-GROUP = ("gpu", "family", "workload", "method")
+GROUP = ("gpu", "family", "model", "workload", "dataset", "method")  # per model; loads vary inside a group
 SCHEDULE_MARGIN_PCT = 2.0  # DESIGN's practical-equivalence margin: a smaller gain is not worth a schedule
 
 
@@ -67,7 +67,9 @@ def derive(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric,
            draft_models: dict[str, str] | None = None) -> list[dict]:
     """One schedule document per GPU × family × workload × method with ≥ 2 loads and ≥ 2 depths."""
     out = []
-    spec = cells.with_row_index("_i").filter(pl.col("method") != "none")
+    # a schedule runs along stated loads: a figure whose load is not stated has no place on that axis
+    spec = cells.with_row_index("_i").filter((pl.col("method") != "none") & pl.col("concurrency").is_not_null())
+    spec = spec.with_columns(pl.lit(None, pl.String).alias(k) for k in GROUP if k not in spec.columns)
     for _key, g in spec.group_by(list(GROUP), maintain_order=True):
         loads = sorted(set(g["concurrency"].to_list()))
         depths = sorted(d for d in set(g["depth"].to_list())
@@ -98,7 +100,7 @@ def derive(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric,
         drafter = next((d for d in g["draft_model"].to_list() if d), None) if "draft_model" in g.columns else None
         cmd = serve_command(row0["model"], _tp(g), choice, draft_model=drafter, draft_models=draft_models)
         out.append({
-            **{k: row0[k] for k in GROUP}, "model": row0["model"],
+            **{k: row0[k] for k in GROUP},
             "loads": [{"concurrency": c, "best_depth": depths[best[j]], "value": _num(v[best[j], j]),
                        "static_value": _num(v[static, j])} for j, c in enumerate(loads)],
             "static": {"depth": depths[static]},

@@ -1,7 +1,7 @@
 """Winners with confidence (DESIGN's winner rule, docs/metrics.md "Winner rule").
 
-For a group (GPU × family × workload × load) and one metric, the candidates are its (method, depth) cells (or
-each method's best depth). The group's replicates are columns: column j of every candidate's row is one joint
+For a group (GPU × model × workload [× dataset] × load) and one metric, the candidates are its (method, depth)
+cells (or each method's best depth). The group's replicates are columns: column j of every candidate's row is one joint
 draw of the world (bootstrap replicate j; on simulated cells × model draw j, folded in by ingest, the same draw
 for every cell of the group, so the columns are paired). Each candidate's **p_best** is the share of the
 columns in which it is the best under the metric's direction (a tie inside a column splits that column equally;
@@ -26,12 +26,14 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import equivalence, frames, model_provenance
+from analysis import equivalence, frames, labels, model_provenance
 from analysis.labels import candidate
 from analysis.metrics import Metric, get_metric
 from ingest.cellstats import BOOTSTRAP_REPLICATES
 
-GROUP = ("gpu", "family", "workload", "concurrency")
+# A group never holds two models' candidates (family is a filter, not a group); the dataset splits a workload where
+# the source names one; a null concurrency ("load not stated") is its own group, never pooled with a stated load.
+GROUP = ("gpu", "family", "model", "workload", "dataset", "concurrency")
 LEVEL = 0.95
 
 
@@ -306,6 +308,8 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
         raise ValueError(f"equivalence margin {margin_pct} %: expected 0–100")
     check_thresholds(clear_at, tie_at)
     out_cells = []
+    # frames without a model or dataset column (older exports, hand-built frames): null, one group as before
+    cells = cells.with_columns(pl.lit(None, pl.String).alias(k) for k in GROUP if k not in cells.columns)
     all_rows = cells.to_dicts()  # once, not per group: the rerun of a dashboard page waits on this
     all_ivals = _interval_list(reps, cells.height)
     if uncertainty is None:
@@ -351,6 +355,8 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
         comps = [u for u in dict.fromkeys(unc) if u]
         out_cells.append({
             **{k: rows[w][k] for k in GROUP},
+            "load": labels.load_json(rows[w]["concurrency"]),
+            "source_url": rows[w].get("source_url"),  # the public source of an imported/published figure
             "winner": {**_cand(rows[w], v[w], d.intervals[w], m), "p_best": _p(p_of[w])},
             "runner_up": ({**_cand(rows[ru], v[ru], d.intervals[ru], m), "p_best": _p(p_of[ru])}
                           if ru is not None else None),

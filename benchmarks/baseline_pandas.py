@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-GROUP = ["gpu", "family", "workload", "concurrency"]
+GROUP = ["gpu", "family", "model", "workload", "concurrency"]  # per model, as analysis.winners.GROUP
 REPLICATES = 200
 
 

@@ -50,7 +50,8 @@ if __package__ in (None, ""):
 from ingest.cellstats import BOOTSTRAP_REPLICATES, EXACT_MAX_N, seed_for
 
 ENGINES = ("pandas", "polars", "duckdb")
-GROUP = ("gpu", "family", "workload", "concurrency")
+# per model, as analysis.winners.GROUP (its dataset is left out: benchmark stores hold none)
+GROUP = ("gpu", "family", "model", "workload", "concurrency")
 CELL_COLUMNS = ("run_id", "cell_id", "method", "depth", *GROUP, "window_s")
 X = ("x0", "x1", "x2", "x3")  # tokens, e2e (both 0 where e2e is missing), drafted, accepted (missing → 0)
 PAIRS = tuple((i, j) for i in range(4) for j in range(i, 4))

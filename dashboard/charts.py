@@ -15,10 +15,12 @@ import polars as pl
 import streamlit as st
 
 from analysis import labels as notation
+from analysis import vocabulary
 from analysis.metrics import METRICS
 from dashboard import theme
 
 SELECTION = "cell"  # name of the heatmap click selection (read back by st.altair_chart on_select)
+SELECT_FIELDS = ["gpu", "family", "model", "dataset", "workload"]  # what a click names: one group of one model
 CELL_W, CELL_H = 176, 72
 LINE_H = 16  # label line height at theme.FONT_SIZE
 EDGE_LABEL = "edge of grid"  # heatmap text under a winner at the deepest/shallowest depth measured (analysis)
@@ -83,35 +85,34 @@ def _cand_expr() -> pl.Expr:
 
 
 def winner_rows(doc: dict) -> pl.DataFrame:
-    """One row per heatmap cell from an ``analysis.winners`` document: names, labels, tooltip text."""
+    """One row per heatmap cell from an ``analysis.winners`` document: names, labels, tooltip text. The words
+    (verdict, pick, its chance, its gain with the interval) are :func:`analysis.vocabulary.cell_words`, the same
+    on every page and report."""
     d = _digits(doc["metric"])
     rows = []
     for c in doc["cells"]:
         w = c["winner"]
+        words = vocabulary.cell_words(c)
         tied = [cand(t["method"], t["depth"]) for t in c["tied"]]
         gain = c.get("gain_vs_none_pct")
-        gain_txt = "baseline" if w["method"] == "none" else ("" if gain is None else f"{gain:+.0f}% vs none")
         edge = c.get("grid_edge")
         edge_txt = f"\n{EDGE_LABEL}" if edge else ""
-        pick = c.get("pick") or w
-        pick_name = cand(pick["method"], pick["depth"])
-        verdict = c.get("verdict") or ("clear" if c["clear"] else "tie")
-        if verdict == "clear":
-            label = f"{cand(w['method'], w['depth'])}\n{gain_txt}{edge_txt}"
-        elif verdict == "equivalent":  # within the equivalence margin: any will do, the pick is named
-            label = f"≈ {len(c.get('equivalent') or [])} within margin\npick {pick_name}{edge_txt}"
-        else:  # a tie in plain words: how many, and the sensible pick among them
-            label = f"TIE ({len(tied)} tied)\npick {pick_name}\n{gain_txt}{edge_txt}"
+        pick_name = words.pick
+        # the verdict, the pick with its chance of being best, and its gain only with its certainty
+        label = (f"{words.verdict}\npick {pick_name} ({vocabulary.p_text(words.pick_p)})"
+                 + (f"\n{words.gain}" if words.gain else "") + edge_txt)
         top = [f"{cand(t['method'], t['depth'])}: {_fmt(t['value'], d)} "
                f"[{_fmt(t['ci_low'], d)}, {_fmt(t['ci_high'], d)}]"
                + (f" (acceptance suspect: {t['acceptance_suspect']})" if t.get("acceptance_suspect") else "")
                for t in c["top3"]]
         rows.append({
-            "gpu": c["gpu"], "family": c["family"], "workload": c["workload"], "concurrency": c["concurrency"],
+            "gpu": c["gpu"], "family": c["family"], "model": c.get("model"), "dataset": c.get("dataset"),
+            "row": notation.row_label(c), "workload": c["workload"], "concurrency": c["concurrency"],
             "method": w["method"], "depth": w["depth"], "value": w["value"], "gain_vs_none_pct": gain,
             "clear": c["clear"], "verdict": c.get("tie_text") or (
                 "clear winner" if c["clear"] else f"tie ({len(tied)} tied)"),
-            "pick": pick_name, "pick_rule": pick.get("reason", ""),
+            "state": words.verdict, "headline": words.headline, "best": words.best, "chances": words.chances,
+            "gain": words.gain, "pick": pick_name, "pick_rule": words.why,
             "tied": ", ".join(tied), "label": label.rstrip("\n"),
             "lines": label.rstrip("\n").count("\n") + 1,
             "text_color": theme.TEXT_ON.get(w["method"], "#000000"),
@@ -125,13 +126,23 @@ def winner_rows(doc: dict) -> pl.DataFrame:
                                                           if w.get("steady_fallback") else "")),
             "provenance": (c.get("provenance") or {}).get("summary", ""),
         })
-    return pl.DataFrame(rows, schema_overrides={"gain_vs_none_pct": pl.Float64, "value": pl.Float64})
+    return pl.DataFrame(rows, schema_overrides={"gain_vs_none_pct": pl.Float64, "value": pl.Float64,
+                                                "dataset": pl.String, "model": pl.String, "concurrency": pl.Int64})
+
+
+def row_order(rows: pl.DataFrame, families: list[str]) -> list[str]:
+    """The heatmap's rows (one per model, and dataset where given), grouped by family in ``families`` order."""
+    if not rows.height:
+        return []
+    pairs = rows.select("family", "row").unique().sort("family", "row").rows()
+    rank = {f: i for i, f in enumerate(families)}
+    return [r for f, r in sorted(pairs, key=lambda p: (rank.get(p[0], len(rank)), p[1])) if f in rank or not families]
 
 
 def _tie_stripes(rows: pl.DataFrame, tied_methods: dict[tuple, list[str]]) -> pl.DataFrame:
     out = []
     for r in rows.iter_rows(named=True):
-        key = (r["gpu"], r["family"], r["workload"])
+        key = (r["gpu"], r["row"], r["workload"])
         ms = tied_methods.get(key) or [r["method"]]
         for s in range(TIE_SLOTS):
             tie = not r["clear"]
@@ -140,42 +151,71 @@ def _tie_stripes(rows: pl.DataFrame, tied_methods: dict[tuple, list[str]]) -> pl
     return pl.DataFrame(out, schema_overrides=rows.schema)
 
 
+# the heatmap's tooltip: field, title (None: the field's name)
+TOOLTIP = (("family", None), ("model", None), ("workload", None), ("headline", "verdict · pick (chance of being best)"),
+           ("pick_rule", "why this pick"), ("gain", "pick vs none [95 % interval]"),
+           ("best", "best point estimate"), ("chances", "chance of being best (top candidates)"),
+           ("verdict", "verdict in words"), ("tied", "tied set"), ("top1", "#1 [95% CI]"), ("top2", "#2 [95% CI]"),
+           ("top3", "#3 [95% CI]"), ("backend", None), ("provenance", "where it comes from"))
+# each cell's verdict marker in its top-left corner (black on white, legible on any fill) and its legend
+VERDICT_SHAPE = {"clear": "square", "equivalent": "diamond", "tie": "circle"}
+VERDICT_MARK = {"type": "point", "filled": True, "size": 70, "color": "#000000", "stroke": "#FFFFFF",
+                "strokeWidth": 1.5, "opacity": 1}
+VERDICT_LEGEND = {"orient": "right", "labelLimit": LEGEND_LABEL_LIMIT, "symbolFillColor": "#000000",
+                  "labelExpr": "datum.label == 'tie' ? 'tie (hatched: the tied methods)' : "
+                               "datum.label == 'equivalent' ? 'equivalent (hatched, within the margin)' : "
+                               "'clear (solid)'"}
+MARKER_AT = 0.06  # the marker's position inside its cell (band fraction from the top-left)
+
+
+def _at_band(channel: Any, where: float) -> Any:
+    """A copy of a band position channel that points ``where`` (0–1) into the band instead of its middle."""
+    out = channel.copy(deep=True)
+    out.bandPosition = where
+    return out
+
+
 def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_label: str,
                    select: bool = True) -> alt.LayerChart:
-    """Rows = family, columns = workload; fill = winning method; a tie is striped with its tied methods'
-    colours, outlined dashed and labelled TIE; the tooltip lists the top 3 with 95 % intervals."""
+    """Rows = model (with the dataset where given, grouped by family), columns = workload; fill = the clear best's
+    method, or stripes of the tied methods' colours; text = verdict, pick (p), the pick's gain with its interval
+    (analysis.vocabulary); a corner marker per verdict with a legend of the verdicts present; the tooltip adds
+    why this pick, the top candidates' chances and the top 3 with 95 % intervals."""
     cells = [c for c in doc["cells"] if c["gpu"] == gpu]
     rows = winner_rows({**doc, "cells": cells})
-    tied_methods = {(c["gpu"], c["family"], c["workload"]): [t["method"] for t in c["tied"]] for c in cells}
-    fams = [f for f in families if f in set(rows["family"])] if rows.height else families
+    tied_methods = {(c["gpu"], notation.row_label(c), c["workload"]): [t["method"] for t in c["tied"]] for c in cells}
+    fams = row_order(rows, families) if rows.height else families
     wls = [w for w in workloads if w in set(rows["workload"])] if rows.height else workloads
     stripes = _tie_stripes(rows, tied_methods) if rows.height else rows
     band = alt.Scale(paddingInner=0.04, paddingOuter=0.02)
     x = alt.X("workload:N", sort=wls, title=None, scale=band,
               axis=alt.Axis(orient="top", labelAngle=0, labelFontSize=13, labelPadding=6, ticks=False, domain=False))
-    y = alt.Y("family:N", sort=fams, title=None, scale=band,
+    y = alt.Y("row:N", sort=fams, title=None, scale=band,
               axis=_row_axis(labelFontSize=13, ticks=False, domain=False))
-    tooltip = [alt.Tooltip("family:N"), alt.Tooltip("workload:N"), alt.Tooltip("verdict:N"),
-               alt.Tooltip("tied:N", title="tied set"), alt.Tooltip("top1:N", title="#1 [95% CI]"),
-               alt.Tooltip("top2:N", title="#2 [95% CI]"), alt.Tooltip("top3:N", title="#3 [95% CI]"),
-               alt.Tooltip("backend:N"), alt.Tooltip("provenance:N", title="where it comes from")]
+    tooltip = [alt.Tooltip(f"{f}:N", title=t) if t else alt.Tooltip(f"{f}:N") for f, t in TOOLTIP]
     if any(c.get("grid_edge") for c in cells):
         tooltip.append(alt.Tooltip("grid_edge:N", title="depth grid"))
     if any(c["winner"].get("whole_window_value") is not None for c in cells):
         tooltip.append(alt.Tooltip("whole_window:N", title="#1 whole window"))
     present = sorted(set(stripes["method"])) if stripes.height else []
-    sel = alt.selection_point(name=SELECTION, fields=["gpu", "family", "workload"], on="click", empty=False)
+    states = [v for v in vocabulary.VERDICTS if v in set(rows["state"])] if rows.height else []
+    sel = alt.selection_point(name=SELECTION, fields=SELECT_FIELDS, on="click", empty=False)
     # clear cells are one rect (no seams); ties are drawn as stripes through an x offset
     solid = alt.Chart(rows.filter(pl.col("clear")).to_arrow()).mark_rect().encode(
-        x=x, y=y, color=method_color(present, "winner"), tooltip=tooltip)
+        x=x, y=y, color=method_color(present, "method"), tooltip=tooltip)
     hatch = alt.Chart(stripes.filter(~pl.col("clear")).to_arrow()).mark_rect().encode(
         x=x, y=y, xOffset=alt.XOffset("slot:O", scale=alt.Scale(paddingInner=0, paddingOuter=0)),
-        color=method_color(present, "winner"), opacity=alt.Opacity("shade:Q", scale=None), tooltip=tooltip)
+        color=method_color(present, "method"), opacity=alt.Opacity("shade:Q", scale=None), tooltip=tooltip)
     # on top of the labels so a click anywhere in a cell (text included) selects it; fillOpacity 0 with a
     # fill still catches pointer events
     outline = alt.Chart(rows.to_arrow()).mark_rect(fill="#FFFFFF", fillOpacity=0).encode(
         x=x, y=y, tooltip=tooltip,
     )
+    # the verdict legend names only the states on screen; each cell carries its verdict's marker
+    marker = alt.Chart(rows.to_arrow()).mark_point(**{k: v for k, v in VERDICT_MARK.items() if k != "type"}).encode(
+        x=_at_band(x, MARKER_AT), y=_at_band(y, MARKER_AT * 2),
+        shape=alt.Shape("state:N", title="verdict", scale=alt.Scale(
+            domain=states, range=[VERDICT_SHAPE[v] for v in states]), legend=alt.Legend(**VERDICT_LEGEND)))
     if select:  # exports and reports have no selection: no stroke condition on an absent signal
         outline = outline.encode(
             stroke=alt.when(sel).then(alt.value(theme.SELECTED_STROKE)).otherwise(alt.value("transparent")),
@@ -194,7 +234,7 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
             lineBreak="\n", fontSize=theme.FONT_SIZE, fontWeight="bold", dy=lift).encode(
             x=x, y=y, text="label:N", tooltip=tooltip,
             color=alt.condition("datum.clear", alt.Color("text_color:N", scale=None), alt.value("#000000"))))
-    return alt.layer(solid, hatch, *labels, outline).properties(
+    return alt.layer(solid, hatch, *labels, marker, outline).properties(
         width=CELL_W * max(len(wls), 1), height=CELL_H * max(len(fams), 1),
         title=alt.Title(f"{gpu} · winner by {metric_label}", subtitle=_heatmap_key(doc["metric"]), anchor="start"))
 
@@ -202,8 +242,10 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
 def _heatmap_key(metric: str) -> list[str]:
     """The heatmap's subtitle: how to read a tie and the "% vs none" under each winner. For a lower-is-better
     metric a bare "+54 %" reads as "54 % more latency", so it says which way it goes."""
-    lines = ["hatched = tie: no clear winner at 95 %; stripes show the tied methods",
-             "pick = the sensible pick within the equivalence margin (shallowest, deployed method, no drafter)",
+    lines = ["clear = the best has p ≥ 0.95 (p: chance of being best) · tie / equivalent = hatched, stripes show "
+             "the tied methods",
+             "pick (p) = what we recommend (shallowest within the margin, deployed method, no drafter) and its "
+             "chance of being best; gain over none with its 95 % interval, or \"not separable from none\"",
              f"{EDGE_LABEL} = the winner's depth is the deepest (or shallowest) measured for its method: "
              "one outside the grid may do better"]
     m = METRICS.get(metric)
@@ -211,7 +253,8 @@ def _heatmap_key(metric: str) -> list[str]:
         lines.append("decided on steady-state throughput (all slots busy; ramp-up and wind-down left out); "
                      "the whole-window figure is in the tooltip")
     if m is not None and not m.higher_is_better:
-        lines.append("% vs none = how much better than no speculation: +50% means none's value is 1.5× the winner's")
+        lines.append("gain over none = how much better than no speculation: +50 % means none's value is 1.5× the "
+                     "pick's")
     return lines
 
 
@@ -289,8 +332,13 @@ def positions_grid(pos: pl.DataFrame, value: str = "acceptance", legend_orient: 
         color=method_color(sorted(set(df["method"])), orient=legend_orient), detail="candidate:N",
         opacity=alt.Opacity("depth:O", legend=None, scale=alt.Scale(range=[0.35, 1.0])),
         tooltip=["method:N", "depth:Q", "position:Q", alt.Tooltip(f"{value}:Q", format=".3f")],
-    ).properties(width=220, height=150).facet(row=alt.Row("family:N", title=None),
+    ).properties(width=220, height=150).facet(row=alt.Row(f"{_facet_row(df)}:N", title=None),
                                               column=alt.Column("workload:N", title=None))
+
+
+def _facet_row(df: pl.DataFrame) -> str:
+    """Facet rows per model (``row``: model · dataset) when the frame has them, else per family."""
+    return "row" if "row" in df.columns else "family"
 
 
 def latency_chart(dist: pl.DataFrame, column: str = "e2e_ms") -> alt.LayerChart:
@@ -331,6 +379,8 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
     if overlay is not None and overlay.height:
         ov = overlay.select("family", "workload", "method", pl.col("depth").cast(data.schema["depth"]),
                             pl.col("value"), pl.lit("published").alias("kind"), "source_url")
+        if "row" in data.columns:  # a family-level published point is drawn in each of its models' rows
+            ov = ov.join(data.select("family", "row").unique(), on="family")
         data = pl.concat([data, ov], how="diagonal_relaxed")
     present = sorted(set(data["method"].drop_nulls()))
     base = alt.Chart().encode(x=alt.X("depth:O", title="depth (num_speculative_tokens)", axis=alt.Axis(labelAngle=0)),
@@ -346,7 +396,7 @@ def depth_curves(df: pl.DataFrame, metric_label: str, overlay: pl.DataFrame | No
         shape="diamond", size=90, filled=True, stroke=theme.INK, strokeWidth=1).encode(
         y="value:Q", tooltip=["method:N", "depth:Q", alt.Tooltip("value:Q", format=",.3f"), "source_url:N"])
     return alt.layer(band, line, pub, data=data.to_arrow()).properties(width=220, height=170).facet(
-        row=alt.Row("family:N", title=None), column=alt.Column("workload:N", title=None))
+        row=alt.Row(f"{_facet_row(data)}:N", title=None), column=alt.Column("workload:N", title=None))
 
 
 # Log-axis ticks at 1-2-5 of each decade (Vega's own log ticks, thinned by Streamlit's overlap rule, read

@@ -82,6 +82,20 @@ def winners_doc(path: str, st_: tuple, metric: str, f: frames.Filters, slo: Slo,
                                best_depth_per_method=best_depth, margin_pct=margin_pct)
 
 
+def split_published(doc: dict) -> tuple[dict, dict]:
+    """analysis.glance.split_published: the published groups and the rest (simulated or measured)."""
+    from analysis.glance import split_published as split
+
+    return split(doc)
+
+
+def published_winners(doc: dict) -> dict:
+    """analysis.glance.published: the published winner per model × dataset, with its source."""
+    from analysis.glance import published as answer
+
+    return answer(doc)
+
+
 def glance(doc: dict) -> dict:
     """analysis.glance's one-sentence summary of a winners document (the CLI's ``summary``). Not cached: the
     summary takes under a millisecond, hashing the document for a cache key ~0.1 s."""

@@ -12,9 +12,11 @@ from functools import partial
 
 import streamlit as st
 
+from analysis import vocabulary
 from analysis.cellvalues import Slo
 from analysis.drilldown import Group, suspects
 from analysis.frames import Filters
+from analysis.labels import group_label, load
 from analysis.schedule import schedule_table
 from dashboard import charts, data, export, state, widgets
 from dashboard.state import Param
@@ -22,16 +24,26 @@ from dashboard.state import Param
 LATENCY_COLS = ("e2e_ms", "ttft_ms", "tpot_ms")
 
 
-def cell_id(gpu: str, family: str, workload: str) -> str:
-    return f"{gpu}|{family}|{workload}"
+def cell_id(gpu: str, family: str, workload: str, model: str | None = "", dataset: str | None = "") -> str:
+    """``GPU|family|workload|model|dataset``: one group of one model (the dataset empty when none is given)."""
+    return f"{gpu}|{family}|{workload}|{model or ''}|{dataset or ''}"
+
+
+def of(c: dict) -> str:
+    """The drill-down value of a winners group."""
+    return cell_id(c["gpu"], c["family"], c["workload"], c.get("model"), c.get("dataset"))
 
 
 def cell_label(value: str) -> str:
-    return "— pick a cell —" if not value else " · ".join(value.split("|"))
+    if not value:
+        return "— pick a cell —"
+    gpu, family, workload, model, dataset = [*value.split("|"), "", ""][:5]
+    return group_label({"gpu": gpu, "family": family, "workload": workload, "model": model, "dataset": dataset},
+                       with_load=False)
 
 
 def params(doc: dict) -> list[Param]:
-    cells = ("", *dict.fromkeys(cell_id(c["gpu"], c["family"], c["workload"]) for c in doc["cells"]))
+    cells = ("", *dict.fromkeys(of(c) for c in doc["cells"]))
     return [Param("cell", "one", "", cells, label="Cell", format_func=cell_label),
             Param("dlat", "one", "e2e_ms", LATENCY_COLS, label="Latency",
                   format_func=lambda c: c.replace("_ms", "").upper())]
@@ -43,14 +55,15 @@ def on_click(page: str, chart_key: str) -> None:
     picked = (ev or {}).get("selection", {}).get(charts.SELECTION) or []
     if picked:
         p = picked[0]
-        st.session_state[f"{page}.cell"] = cell_id(p.get("gpu", ""), p.get("family", ""), p.get("workload", ""))
+        st.session_state[f"{page}.cell"] = cell_id(p.get("gpu", ""), p.get("family", ""), p.get("workload", ""),
+                                                   p.get("model"), p.get("dataset"))
 
 
 def click_handler(page: str, chart_key: str) -> partial:
     return partial(on_click, page, chart_key)
 
 
-def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, f: Filters, slo: Slo,
+def panel(page: str, doc: dict, ps: list[Param], concurrency: int | None, metric: str, f: Filters, slo: Slo,
           metric_label: str) -> str | None:
     """Draw the picker and, when a cell is picked, its detail. Returns the picked cell id (or None)."""
     st.subheader("Drill-down")
@@ -65,10 +78,11 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
     if not picked or picked not in ps[0].options:
         st.caption("Click a heatmap cell, or pick one above, to see every method × depth behind its winner.")
         return None
-    gpu, family, workload = picked.split("|")
-    group = Group(gpu, family, workload, int(concurrency))
+    gpu, family, workload, model, dataset = picked.split("|")
+    group = Group(gpu, family, workload, concurrency, model or None, dataset or None)
     ranked, pos, samples = data.drill(data.db_path(), data.stamp(), group, metric, f, slo)
-    verdict = next((c for c in doc["cells"] if cell_id(c["gpu"], c["family"], c["workload"]) == picked), None)
+    verdict = next((c for c in doc["cells"] if of(c) == picked), None)
+    shown = cell_label(picked)
     if verdict:
         w = verdict["winner"]
         text = verdict.get("tie_text") or (
@@ -78,7 +92,12 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
         if origin != "measured":
             text += (" (predicted: a cost-model value, not measured)" if origin == "predicted"
                      else " (confirmed: measured to check a prediction)")
-        st.markdown(f"**{gpu} · {family} · {workload} · concurrency {concurrency}** — {text}")
+        words = vocabulary.cell_words(verdict)  # the same words as the heatmap cell and every other page
+        st.markdown(f"**{shown} · {load(concurrency)}** — **{words.headline}**")
+        st.markdown(f"Why this pick: {words.why}; best point estimate {words.best} "
+                    f"({vocabulary.p_text(words.best_p)}); pick vs none: {words.gain or '–'}. "
+                    f"Chance of being best: {words.chances or '–'}.")
+        st.caption(f"Verdict in words: {text}")
         if (verdict.get("provenance") or {}).get("summary"):  # analysis says where the winner's numbers come from
             st.caption(f"Where the winner's numbers come from: {verdict['provenance']['summary']}")
         deploy = (verdict.get("pick") or {}).get("deploy") or verdict.get("deploy")  # deploy the sensible pick
@@ -91,8 +110,9 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int, metric: str, 
                        + ", ".join(charts.cand(p["method"], p["depth"]) for p in verdict["predicted"]))
     for label, reason in suspects(ranked):
         st.warning(f"Acceptance of {label} is suspect: {reason}")
-    name = export.slug(page, "detail", metric, gpu, family, workload, f"c{concurrency}")
-    where = f"{gpu} · {family} · {workload} · concurrency {concurrency}"  # an exported chart says which cell
+    name = export.slug(page, "detail", metric, gpu, model.rsplit("/", 1)[-1] or family, workload, dataset,
+                       f"c{concurrency}")
+    where = f"{shown} · {load(concurrency)}"  # an exported chart says which cell
     sim = bool(doc.get("simulated"))
     charts.show("candidates", ranked, metric_label, key=f"{page}.drill.cand")
     export.buttons(partial(charts.exported, "candidates", ranked, metric_label, simulated=sim,
@@ -144,8 +164,14 @@ def _schedules(page: str, metric: str, f: Filters, gpu: str, family: str, worklo
 
 def seed_and_keep(page: str, ps: list[Param]) -> list[str]:
     """Seed the drill-down widgets from the URL; a cell that is no longer shown is reset quietly."""
-    problems = state.seed(page, ps)
     key = f"{page}.cell"
+    linked = st.query_params.get("cell")
+    if key not in st.session_state and linked and linked.count("|") == 2:
+        # a link from before groups were per model (GPU|family|workload) opens the one model's group it names
+        legacy = [o for o in ps[0].options if o.startswith(linked + "|")]
+        if len(legacy) == 1:
+            st.session_state[key] = legacy[0]
+    problems = state.seed(page, ps)
     if st.session_state.get(key) not in ps[0].options:
         st.session_state[key] = ""
     return problems

@@ -15,6 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from analysis import vocabulary
+from analysis.labels import row_label
 from dashboard import charts, theme
 from dashboard.vl import dataset as _dataset
 from dashboard.vl import nominal as _nominal
@@ -25,10 +27,7 @@ _BAND = {"paddingInner": 0.04, "paddingOuter": 0.02}
 
 
 def _tooltip(cells: list[dict]) -> list[dict]:
-    tips = [_nominal("family"), _nominal("workload"), _nominal("verdict"), _nominal("tied", title="tied set"),
-            _nominal("top1", title="#1 [95% CI]"), _nominal("top2", title="#2 [95% CI]"),
-            _nominal("top3", title="#3 [95% CI]"), _nominal("backend"),
-            _nominal("provenance", title="where it comes from")]
+    tips = [_nominal(f, title=t) if t else _nominal(f) for f, t in charts.TOOLTIP]
     if any(c.get("grid_edge") for c in cells):
         tips.append(_nominal("grid_edge", title="depth grid"))
     if any(c["winner"].get("whole_window_value") is not None for c in cells):
@@ -41,20 +40,27 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
     """The finished spec of ``charts.winner_heatmap(doc, gpu, …)`` (with :func:`charts.finish`), as a dict."""
     cells = [c for c in doc["cells"] if c["gpu"] == gpu]
     rows = charts.winner_rows({**doc, "cells": cells})
-    tied_methods = {(c["gpu"], c["family"], c["workload"]): [t["method"] for t in c["tied"]] for c in cells}
-    fams = [f for f in families if f in set(rows["family"])] if rows.height else families
+    tied_methods = {(c["gpu"], row_label(c), c["workload"]): [t["method"] for t in c["tied"]] for c in cells}
+    fams = charts.row_order(rows, families) if rows.height else families
     wls = [w for w in workloads if w in set(rows["workload"])] if rows.height else workloads
     stripes = charts._tie_stripes(rows, tied_methods) if rows.height else rows
     x = {"axis": {"domain": False, "labelAngle": 0, "labelFontSize": 13, "labelPadding": 6, "orient": "top",
                   "ticks": False}, "field": "workload", "scale": _BAND, "sort": wls, "title": None, "type": "nominal"}
     y = {"axis": {"domain": False, "labelFontSize": 13, "labelLimit": charts.LABEL_LIMIT, "labelOverlap": False,
-                  "ticks": False}, "field": "family", "scale": _BAND, "sort": fams, "title": None, "type": "nominal"}
+                  "ticks": False}, "field": "row", "scale": _BAND, "sort": fams, "title": None, "type": "nominal"}
     tooltip = _tooltip(cells)
     domain, rng = theme.scale_domain_range(sorted(set(stripes["method"])) if stripes.height else [])
     color = {"field": "method", "legend": {"labelLimit": charts.LEGEND_LABEL_LIMIT, "orient": "right",
                                            "symbolOpacity": 1},
-             "scale": {"domain": domain, "range": rng}, "title": "winner", "type": "nominal"}
+             "scale": {"domain": domain, "range": rng}, "title": "method", "type": "nominal"}
     datasets: dict[str, list[dict]] = {}
+    states = [v for v in vocabulary.VERDICTS if v in set(rows["state"])] if rows.height else []
+    marker = {"data": _dataset(rows, datasets), "mark": dict(charts.VERDICT_MARK),
+              "encoding": {"shape": {"field": "state", "legend": dict(charts.VERDICT_LEGEND),
+                                     "scale": {"domain": states, "range": [charts.VERDICT_SHAPE[v] for v in states]},
+                                     "title": "verdict", "type": "nominal"},
+                           "x": {**x, "bandPosition": charts.MARKER_AT},
+                           "y": {**y, "bandPosition": charts.MARKER_AT * 2}}}
     layers: list[dict] = [
         {"data": _dataset(rows.filter(pl.col("clear")), datasets), "mark": {"type": "rect"},
          "encoding": {"color": color, "tooltip": tooltip, "x": x, "y": y}},
@@ -77,6 +83,7 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
                        "encoding": {"color": {"condition": {"test": "datum.clear", "field": "text_color",
                                                             "scale": None, "type": "nominal"}, "value": "#000000"},
                                     "text": _nominal("label"), "tooltip": tooltip, "x": x, "y": y}})
+    layers.append(marker)
     outline: dict[str, Any] = {"data": _dataset(rows, datasets),
                                "mark": {"type": "rect", "fill": "#FFFFFF", "fillOpacity": 0},
                                "encoding": {"tooltip": tooltip, "x": x, "y": y}}
@@ -89,6 +96,6 @@ def spec(doc: dict, gpu: str, families: list[str], workloads: list[str], metric_
         outline["encoding"] = {"stroke": {"condition": on, "value": "transparent"},
                                "strokeWidth": {"condition": [{**on[0], "value": 4}], "value": 0}, **outline["encoding"]}
         outline["name"] = OUTLINE_VIEW
-        out["params"] = [{"name": charts.SELECTION, "select": {"type": "point", "fields": ["gpu", "family", "workload"],
+        out["params"] = [{"name": charts.SELECTION, "select": {"type": "point", "fields": list(charts.SELECT_FIELDS),
                                                                "on": "click"}, "views": [OUTLINE_VIEW]}]
     return out

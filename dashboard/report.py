@@ -290,13 +290,14 @@ def winners_report(doc: dict, view: View, gpus: Sequence[str], families: Sequenc
             rows = charts.winner_rows({**doc, "cells": [c for c in doc["cells"] if c["gpu"] == g]})
             if rows.height:
                 tables.append((f"{g} winners", rows.select(
-                    "family", "workload", "method", "depth", "value", "gain_vs_none_pct", "verdict", "pick",
-                    "pick_rule", "tied", "top1", "top2", "top3", "origin", "grid_edge", "whole_window",
+                    "family", "workload", "headline", "pick", "pick_rule", "gain", "chances", "method", "depth",
+                    "value", "verdict", "tied", "top1", "top2", "top3", "origin", "grid_edge", "whole_window",
                     "provenance").rename({"value": view.metric_label})))
     if charts_ is None:
         charts_ = [(f"{g} winners", charts.winner_heatmap(doc, g, families, workloads, at, select=False),
-                    f"the sensible pick per model family × workload on {g} by {view.metric_label} at concurrency "
-                    f"{view.concurrency}; a tied or equivalent cell names its pick, with the gain over none below")
+                    f"the pick per model × workload on {g} by {view.metric_label} at concurrency "
+                    f"{view.concurrency}: verdict, pick (p = its chance of being best), its gain over none with "
+                    "the 95 % interval")
                    for g in gpus]
     return Report(
         title=f"spectune — winners by {view.metric_label}, concurrency {view.concurrency}",

@@ -16,6 +16,14 @@ from analysis.metrics import METRICS
 from dashboard import state
 from dashboard.state import Param
 
+LOAD_NOT_STATED = "load not stated"  # the load option of cells whose source gives no concurrency (NULL)
+
+
+def load_options(dims: dict[str, list]) -> tuple:
+    """The load choices of a page: the stated concurrencies, then "load not stated" when the store has such cells."""
+    return (*dims["concurrency"], *((LOAD_NOT_STATED,) if any(dims.get("load_not_stated") or ()) else ()))
+
+
 SIM_BANNER = ("**Simulated data on screen.** Rows with backend `sim` come from spectune's calibrated simulator "
               "(docs/simulator.md), not from GPU measurements. Bring real results with `python -m runner run "
               "--backend vllm` or `python -m ingest results`.")
@@ -116,7 +124,8 @@ def filters(v: dict[str, Any], *, gpus: Sequence[str] | None = None, concurrency
         families=tuple(v.get("fam") or ()), workloads=tuple(v.get("wl") or ()),
         methods=tuple(v.get("meth") or ()),
         concurrency=tuple(concurrency if concurrency is not None else (
-            [v["conc"]] if isinstance(v.get("conc"), int) else v.get("conc") or ())),
+            [v["conc"]] if isinstance(v.get("conc"), int) else [None] if v.get("conc") == LOAD_NOT_STATED
+            else v.get("conc") or ())),
         depth_min=int(depth[0]), depth_max=int(depth[1]),
     )
 

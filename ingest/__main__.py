@@ -61,7 +61,9 @@ def _results(args: argparse.Namespace) -> int:
         return 0
     for r in reports:
         dup = f", {r['duplicates']} already in the store" if r["duplicates"] else ""
-        print(f"{r['path']}: {r['format']}, {r['rows']} cells added ({r['requests']} requests){dup} "
+        dup = dup or (", already imported" if r.get("already_imported_as") else "")
+        more = "".join(f", {n} {t} rows" for t, n in (r.get("extra_rows") or {}).items())
+        print(f"{r['path']}: {r['format']}, {r['rows']} cells added ({r['requests']} requests){more}{dup} "
               f"→ run {r.get('already_imported_as') or r['run_id']}")
     return 0
 

@@ -4,7 +4,7 @@ change (tests/ingest/test_store.py fails while this is stale).
 The store's DDL (DuckDB dialect), column lists and version as plain data, so opening the store never imports
 SQLAlchemy."""
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     'meta': (
@@ -82,6 +82,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'steady_window_s',
         'steady_requests',
         'steady_fallback',
+        'dataset',
+        'source_url',
     ),
     'positions': (
         'run_id',
@@ -305,6 +307,8 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'steady_window_s': 'DOUBLE PRECISION',
         'steady_requests': 'INTEGER',
         'steady_fallback': 'VARCHAR',
+        'dataset': 'VARCHAR',
+        'source_url': 'VARCHAR',
     },
     'positions': {
         'run_id': 'VARCHAR',
@@ -487,7 +491,7 @@ DDL: tuple[str, ...] = (
         '\tmodel VARCHAR NOT NULL, \n'
         '\tworkload VARCHAR NOT NULL, \n'
         '\tgpu VARCHAR NOT NULL, \n'
-        '\tconcurrency INTEGER NOT NULL, \n'
+        '\tconcurrency INTEGER, \n'
         '\tstatus VARCHAR NOT NULL, \n'
         '\terror VARCHAR, \n'
         '\tn_requests INTEGER, \n'
@@ -534,6 +538,8 @@ DDL: tuple[str, ...] = (
         '\tsteady_window_s DOUBLE PRECISION, \n'
         '\tsteady_requests INTEGER, \n'
         '\tsteady_fallback VARCHAR, \n'
+        '\tdataset VARCHAR, \n'
+        '\tsource_url VARCHAR, \n'
         '\tPRIMARY KEY (run_id, cell_id)\n'
         ')'
     ),

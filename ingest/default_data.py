@@ -1,4 +1,5 @@
-"""The embedded default data: a simulated run of the default matrix, committed as Parquet under data/default/.
+"""The embedded default data: a simulated run of the default matrix, committed as Parquet under data/default/,
+and the published cells of data/published/ (ingest/published_default.py) imported beside it.
 
 On first use of the default store path the DuckDB file is built from those files (bootstrap replicates are
 recomputed, deterministically, rather than shipped, and multiplied by the shipped model-draw factors), in a private
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ingest import ddl, paths, safefile, sql, store
+from ingest import ddl, paths, published_default, safefile, sql, store
 from ingest.errors import UsageError
 
 DEFAULT_DIR = paths.DATA_DIR / "default"
@@ -47,6 +48,7 @@ def files_stamp(folder: Path = DEFAULT_DIR) -> str:
         except OSError:
             continue
         parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    parts += published_default.stamp_parts()  # the shipped published tables are default data too
     return " ".join(parts)
 
 
@@ -57,6 +59,7 @@ def content_hash(folder: Path = DEFAULT_DIR) -> str:
         if target.exists():
             h.update(name.encode())
             h.update(target.read_bytes())
+    published_default.update_hash(h)
     return h.hexdigest()
 
 
@@ -104,12 +107,14 @@ def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
         return False
     try:
         with store.transaction(con):
+            replaced = [*default_runs, *published_default.run_ids(con)]
             for table, columns in ddl.COLUMNS.items():
                 if "run_id" in columns:
-                    con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [default_runs])
+                    con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?))", [replaced])
         tables = read_default_tables(folder)
         if tables:
             store.write_tables_bulk(con, tables)
+        published_default.import_into(con)
         con.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     [HASH_KEY, digest])
         con.execute("CHECKPOINT")
@@ -185,7 +190,8 @@ def build_default_db(path: Path, folder: Path = DEFAULT_DIR, *, progress: Progre
                 say(2, BUILD_STEPS, f"computing bootstrap replicates and writing {cells} cells")
                 if tables:
                     store.write_tables_bulk(con, tables)
-                say(3, BUILD_STEPS, "checkpointing the store")
+                say(3, BUILD_STEPS, "importing the published cells (data/published/) and checkpointing the store")
+                published_default.import_into(con)  # the published cells beside the simulated matrix
                 con.execute("INSERT INTO meta VALUES (?, ?)", [HASH_KEY, content_hash(folder)])
                 con.execute("CHECKPOINT")
             finally:

@@ -1,8 +1,9 @@
 """The typed records that enter the store: a cell's identity, a run's provenance, spec-decode counters.
 
 A *cell* is one point of the benchmark product (method × depth × family × model × workload × GPU ×
-concurrency). Its id is a stable hash of those dimensions, so the same cell gets the same id in every
-run, on every host and in any order. ``depth`` is 0 for the ``none`` baseline.
+concurrency, and the dataset under the workload when a source names one). Its id is a stable hash of those
+dimensions, so the same cell gets the same id in every run, on every host and in any order. ``depth`` is 0 for
+the ``none`` baseline; ``concurrency`` is None when the source does not state its load ("load not stated").
 """
 
 from __future__ import annotations
@@ -52,13 +53,15 @@ class CellKey:
     model: str
     workload: str
     gpu: str
-    concurrency: int
+    concurrency: int | None  # None: the source does not state the load (never 0, never pooled with a stated load)
     # Server options that change what is measured, part of the id only when set (so every other cell keeps
     # its id): a depth schedule per batch size (vLLM's num_speculative_tokens_per_batch_size, inclusive
     # [start, end, K] ranges; ``depth`` is then its largest K) and synthetic per-position acceptance rates
     # (rejection_sample_method "synthetic": the cell measures step cost at a given acceptance).
     schedule: tuple[tuple[int, int, int], ...] = ()
     synthetic_rates: tuple[float, ...] = ()
+    # The dataset the cell was measured on (GSM8K, HumanEval …) under its workload; part of the id only when set.
+    dataset: str | None = None
 
     def __post_init__(self) -> None:
         if self.method == "none" and self.depth != 0:
@@ -67,7 +70,9 @@ class CellKey:
     @property
     def cell_id(self) -> str:
         dims: list[object] = [getattr(self, d) for d in DIMENSIONS]
-        options = self.options()
+        options: dict[str, object] = self.options()
+        if self.dataset:
+            options = {**options, "dataset": self.dataset}
         if options:
             dims.append(options)
         canonical = json.dumps(dims, separators=(",", ":"))
@@ -92,6 +97,7 @@ class CellKey:
         out: dict[str, object] = {d: getattr(self, d) for d in DIMENSIONS}
         out["schedule"] = json.dumps([list(r) for r in self.schedule]) if self.schedule else None
         out["synthetic_rates"] = json.dumps(list(self.synthetic_rates)) if self.synthetic_rates else None
+        out["dataset"] = self.dataset or None
         return out
 
 

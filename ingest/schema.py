@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 metadata = MetaData()
 
 meta = Table(
@@ -68,7 +68,8 @@ cells = Table(
     Column("model", String, nullable=False),
     Column("workload", String, nullable=False),
     Column("gpu", String, nullable=False),
-    Column("concurrency", Integer, nullable=False, autoincrement=False),
+    # v4: nullable — NULL is "load not stated" (a published figure without a load), never 0 and never pooled
+    Column("concurrency", Integer, autoincrement=False),
     Column("status", String, nullable=False),  # ok | failed
     Column("error", String),
     Column("n_requests", Integer),
@@ -113,6 +114,10 @@ cells = Table(
     Column("steady_window_s", Double),
     Column("steady_requests", Integer),
     Column("steady_fallback", String),  # null: the steady window's own figure; else why the whole window stands in
+    # v4: the dataset the cell was measured on (GSM8K, HumanEval …; null: not given) under its workload, and the
+    # public source of an imported/published figure (null for runs measured here)
+    Column("dataset", String),
+    Column("source_url", String),
 )
 
 positions = Table(

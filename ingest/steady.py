@@ -103,10 +103,12 @@ def measure(start_s: np.ndarray, e2e_ms: np.ndarray, ttft_ms: np.ndarray, output
     return Window(tokens_in, seconds_in, window, whole, requests_in, fallback)
 
 
-def _window_of(requests: pl.DataFrame, concurrency: int) -> Window:
-    if requests.height == 0 or "start_s" not in requests.columns:
+def _window_of(requests: pl.DataFrame, concurrency: int | None) -> Window:
+    if requests.height == 0 or "start_s" not in requests.columns or concurrency is None:
         empty = np.zeros(0)
-        return Window(empty, empty, 0.0, 0.0, 0, "no per-request start times")
+        why = ("no per-request start times" if requests.height == 0 or "start_s" not in requests.columns
+               else "load not stated")
+        return Window(empty, empty, 0.0, 0.0, 0, why)
 
     if "request_index" in requests.columns and not requests["request_index"].is_sorted():
         requests = requests.sort("request_index", maintain_order=True)  # replicates follow request order
@@ -118,7 +120,7 @@ def _window_of(requests: pl.DataFrame, concurrency: int) -> Window:
     return measure(col("start_s"), col("e2e_ms"), col("ttft_ms"), col("output_tokens"), ok, concurrency)
 
 
-def values(requests: pl.DataFrame, *, concurrency: int, gpu_count: int, whole_window: float | None
+def values(requests: pl.DataFrame, *, concurrency: int | None, gpu_count: int, whole_window: float | None
            ) -> tuple[dict[str, float | int | str | None], Window]:
     """The cell's steady columns (see :data:`COLUMNS`) and the window they came from."""
     w = _window_of(requests, concurrency)
@@ -166,7 +168,7 @@ def exact_replicates(w: Window, point: float, *, seed: int, replicates: int = ce
         return point * (sums[0] / sums[1]) / base
 
 
-def cell(requests: pl.DataFrame, *, concurrency: int, gpu_count: int, whole_window: float | None,
+def cell(requests: pl.DataFrame, *, concurrency: int | None, gpu_count: int, whole_window: float | None,
          whole_replicates: np.ndarray | None, replicated_point: float | None
          ) -> tuple[dict[str, float | int | str | None], np.ndarray]:
     """A landing cell's steady columns and its replicates (``whole_replicates`` None: no replicates;

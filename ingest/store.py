@@ -298,6 +298,15 @@ def _fill_added(con: duckdb.DuckDBPyConnection, added: list[str]) -> None:
                     "WHERE steady_output_throughput IS NULL")
 
 
+def _load_not_stated(con: duckdb.DuckDBPyConnection) -> None:
+    """Schema 4: ``cells.concurrency`` may be NULL ("load not stated"). Before it, the published-results importer
+    stored a figure without a load as 0; those cells (and only those: a runner never measures at 0) become
+    NULL so they are never read as, or pooled with, a stated load."""
+    con.execute("ALTER TABLE cells ALTER COLUMN concurrency DROP NOT NULL")
+    con.execute("""UPDATE cells SET concurrency = NULL WHERE concurrency = 0
+                   AND run_id IN (SELECT run_id FROM runs WHERE backend = 'import')""")
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     found = None
     have = _store_columns(con)
@@ -313,6 +322,8 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         _fill_added(con, add_missing_columns(con))
         if found is not None and found < 3:  # cell_slo_hist is new in schema 3: bin the stored requests once
             goodput.backfill(con)
+        if found is not None and found < 4:
+            _load_not_stated(con)
         con.execute(
             "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [str(ddl.SCHEMA_VERSION)],
@@ -466,7 +477,7 @@ def find_run_by_file_hash(con: duckdb.DuckDBPyConnection, file_hash: str) -> str
 
 # ---- cells ------------------------------------------------------------------------------------------
 
-LABEL_COLUMNS = ("origin", "draft_model")  # cell columns a writer states (how the numbers came to be)
+LABEL_COLUMNS = ("origin", "draft_model", "source_url")  # cell columns a writer states (how the numbers came to be)
 
 def cell_status(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
     """cell_id → status for every cell already in a run (what ``--resume`` skips)."""

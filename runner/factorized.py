@@ -12,7 +12,7 @@ the workload), and the ``none`` baseline everywhere. Every other (depth, workloa
   TPOT(d) = T_w(d) / τ_w(d), and the deep cell's e2e, throughput and p99s rescaled by that decode speed
   (TTFT kept), its bootstrap replicates rescaled alike.
 
-Then, per group (GPU × family × workload × load), the winner rule (analysis.winners.decide) runs on the
+Then, per group (GPU × model × workload × load), the winner rule (analysis.winners.decide) runs on the
 real cells and the open predictions together, a prediction's replicates widened by the model's own error;
 every prediction it cannot rule out (the winner, or tied with it) is a contender and is **confirmed**
 with a real cell (best first, ``per_round`` per group and round), until no contender is left — the
@@ -217,7 +217,9 @@ def contenders(real: pl.DataFrame, real_reps: np.ndarray, preds: dict[str, tuple
     m = get_metric(opts.metric)
     by_group: dict[tuple, list[tuple[CellKey, dict, dict]]] = {}
     for key, values, reps in preds.values():
-        by_group.setdefault((key.gpu, key.family, key.workload, key.concurrency), []).append((key, values, reps))
+        # the same key as analysis.winners.GROUP (gpu, family, model, workload, dataset, concurrency)
+        by_group.setdefault((key.gpu, key.family, key.model, key.workload, key.dataset, key.concurrency),
+                            []).append((key, values, reps))
     rows = real.with_row_index("_i")
     out = []
     for g_key, g in rows.group_by(list(GROUP), maintain_order=True):
@@ -348,5 +350,5 @@ def expected_confirmations(matrix: Matrix, per_round: int = 2) -> list[CellKey]:
             continue
         secs = model_cell_seconds(key, 100.0, matrix.workload(key.workload).max_tokens)
         if secs is not None:
-            groups.setdefault((key.gpu, key.family, key.workload, key.concurrency), []).append((secs, key))
+            groups.setdefault((key.gpu, key.family, key.model, key.workload, key.concurrency), []).append((secs, key))
     return [k for g in groups.values() for _s, k in sorted(g, key=lambda x: x[0])[:per_round]]

@@ -60,16 +60,19 @@ def test_plan_json_keys(repo):
 
 
 def test_winners_json_contract_on_default_data(default_db):
-    proc = cli("analysis", "winners", "--json", db=default_db)
+    every = json.loads(cli("analysis", "winners", "--json", db=default_db).stdout)
+    assert every["backends"] == ["import", "sim"]  # the simulated matrix and the shipped published cells
+    proc = cli("analysis", "winners", "--json", "--backend", "sim", db=default_db)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["metric"] == "output_throughput" and doc["backends"] == ["sim"]
     cells = doc["cells"]
-    assert len(cells) == 4 * 3 * 2 * 3
-    assert {(c["gpu"], c["family"], c["workload"], c["concurrency"]) for c in cells}.__len__() == 72
+    assert len(cells) == 4 * 3 * 2 * 3 == len(every["cells"]) - 28
+    assert {(c["gpu"], c["model"], c["workload"], c["concurrency"]) for c in cells}.__len__() == 72
     for c in cells:
-        assert set(c) >= {"gpu", "family", "workload", "concurrency", "winner", "runner_up", "margin_pct",
-                          "clear", "tied"}
+        assert set(c) >= {"gpu", "family", "model", "workload", "dataset", "concurrency", "load", "winner",
+                          "runner_up", "margin_pct", "clear", "tied"}
+        assert c["load"] == f"c={c['concurrency']}" and c["dataset"] is None
         assert set(c["winner"]) >= {"method", "depth", "value"}
     assert len({c["winner"]["method"] for c in cells}) >= 3
     assert len({c["winner"]["depth"] for c in cells}) >= 2

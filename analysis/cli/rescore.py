@@ -14,7 +14,6 @@ import dataclasses
 import json
 from pathlib import Path
 
-from analysis.labels import candidate
 from analysis.rescore.trace import SHARD_BY
 from ingest.errors import InputError, UsageError
 
@@ -162,6 +161,8 @@ def _matrices(db: Path, cursor, families: tuple[str, ...], gpus: tuple[str, ...]
 
 
 def _print(res: dict) -> None:
+    from analysis.rescore.summary import recommendation_words, schedule_words
+
     if res["simulated"]:
         print("SIMULATED data (backend=sim): predictions from calibrated model output, not measurements")
     t = res["trace"]
@@ -175,21 +176,11 @@ def _print(res: dict) -> None:
     if loads:
         span = f"{min(loads):.1f}" if min(loads) == max(loads) else f"{min(loads):.1f}–{max(loads):.1f}"
         print(f"scored at a mean concurrency of {span} per server ({res['load']['source'].replace('_', ' ')})")
-    for r in res["recommendations"]:
-        gain = r.get("gain_vs_default_text") or ""
-        verdict = (f"clear (p {r['p_best']:.2f})" if r["clear"] and r.get("p_best") is not None else "clear"
-                   if r["clear"] else "tie: " + ", ".join(
-                       x.get("label", candidate(x["method"], x["depth"]))
-                       + (f" (p {x['p_best']:.2f})" if x.get("p_best") is not None else "") for x in r["tied"][:4]
-                   ) + (f" and {len(r['tied']) - 4} more" if len(r["tied"]) > 4 else ""))
-        print(f"{r['gpu']:<7} {r['family']:<8} {r['shard'][:16]:<16} {r.get('label', r['method']):<10} {gain:<20} "
-              f"{verdict}")
+    for r in res["recommendations"]:  # the answer in words, the same sentences as the dashboard's
+        print(f"{r['gpu']:<7} {r['family']:<8} {r['shard'][:16]:<16} {recommendation_words(r)}")
         svs = r.get("static_vs_scheduled")
         if svs:
-            lo_hi = svs["gain_ci_pct"] or [None, None]
-            ci = f" [{lo_hi[0]:+.1f}, {lo_hi[1]:+.1f}]" if lo_hi[0] is not None else ""
-            print(f"        depth schedule {svs['gain_pct']:+.1f} %{ci} vs static {svs['static']['method']}:"
-                  f"{svs['static']['depth']} on this shard's loads → {svs['chosen']}")
+            print(f"        {schedule_words(svs)} on this shard's loads")
         print(f"        {r['deploy']['command']}")
         if r["deploy"]["note"]:
             print(f"        # {r['deploy']['note']}")

@@ -5,6 +5,7 @@ default with the 95 % interval, the verdict in words, the full deploy command, a
 from __future__ import annotations
 
 from analysis.report.document import Answer, Summary, candidate, interval_text, signed_pct
+from analysis.rescore.summary import config_words, schedule_words, verdict_words
 
 BACKEND_WORDS = {"sim": "simulated benchmark cells (spectune's calibrated simulator, not GPUs)",
                  "vllm": "benchmark cells measured on real vLLM servers",
@@ -23,19 +24,16 @@ def summary(doc: dict, trace_name: str, metric_label: str) -> Summary:
 
 
 def _answer(r: dict, today: str, several: bool) -> Answer:
-    cand = candidate(r["method"], r["depth"], r.get("label"))
+    cand = config_words(r["method"], r["depth"], r.get("schedule"))  # a schedule in words, not "1-4→8,…"
     gain = r.get("gain_vs_default_pct")
     gain_text = ("today's default was not scored" if gain is None
                  else f"{signed_pct(gain)} vs {today}{interval_text(r.get('gain_ci_pct'))}")
-    if r["clear"]:
-        chance = r.get("p_best")
-        confidence = (f"clear winner: best in {chance * 100:.0f} % of the paired replicates"
-                      if isinstance(chance, int | float) else "clear winner")
-    else:
-        n = len(r["tied"]) - 1
-        confidence = (f"tie with {n} other candidate{'s' if n != 1 else ''}, each with a real chance of being best"
-                      + (f"; today's {today} is among them, so keeping it costs nothing measurable"
-                         if r.get("keep_default") else ""))
+    # the one vocabulary, as on the page and in the CLI: "clear (p 0.97)" / "tie with … (p …): any of them …"
+    confidence = verdict_words(r)
+    if r["clear"] and isinstance(r.get("p_best"), int | float):
+        confidence += f": best in {r['p_best'] * 100:.0f} % of the paired replicates"
+    if not r["clear"] and r.get("keep_default"):
+        confidence += f"; today's {today} is among them, so keeping it costs nothing measurable"
     load = r.get("load") or {}
     notes = []
     if load.get("mean_concurrency") is not None:
@@ -43,6 +41,8 @@ def _answer(r: dict, today: str, several: bool) -> Answer:
     deploy = r.get("deploy") or {}
     if deploy.get("note"):
         notes.append(deploy["note"])
+    if r.get("static_vs_scheduled"):
+        notes.append(schedule_words(r["static_vs_scheduled"]))
     group = f"{r['family']} on {r['gpu']}" + (f" · shard {r['shard']}" if several or r["shard"] else "")
     return Answer(group=f"{group} ({r['requests']:,} requests)", candidate=cand, gain=gain_text,
                   confidence=confidence, command=deploy.get("command") or "", notes=tuple(notes))

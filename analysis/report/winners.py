@@ -1,12 +1,15 @@
-"""The Winners report's summary: per GPU · family · workload, the winning candidate at one load, its gain over
-no speculation with the 95 % interval, the verdict in words, the full deploy command, and which answers are
-simulated, measured or imported (from an :func:`analysis.winners.winners` document)."""
+"""The Winners report's summary: per GPU · family · workload, the pick at one load, its gain over no speculation
+with the 95 % interval, the verdict in the one vocabulary (``tie · pick mtp·5 (p 0.04)``, analysis.vocabulary)
+and in words, the full deploy command, and which answers are simulated, measured or imported (from an
+:func:`analysis.winners.winners` document)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+from analysis.labels import group_label
 from analysis.report.document import Answer, Summary, candidate, interval_text, plural, signed_pct
+from analysis.vocabulary import cell_words
 
 BACKEND_WORDS = {
     "sim": "simulated by spectune's calibrated simulator (backend 'sim'), not measured on GPUs",
@@ -39,6 +42,7 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
     the stated sensible pick among those within the equivalence margin (analysis.equivalence), whose deploy
     command it carries."""
     w = c["winner"]
+    words = cell_words(c)  # the same words as every page shows for this cell
     best = candidate(w["method"], w["depth"])
     verdict = c.get("verdict", "clear" if c["clear"] else "tie")
     pick = c.get("pick") if isinstance(c.get("pick"), dict) and c["pick"].get("method") else None
@@ -69,6 +73,8 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
         if chosen:
             why = chosen.get("rule") or chosen.get("reason")
             confidence += f"; sensible pick: {cand}" + (f" ({why})" if why else "")
+    confidence = f"{words.headline}; {confidence}" + (
+        f"; chance of being best: {words.chances}" if words.chances and verdict != "clear" else "")
     notes = []
     if c.get("origin") == "predicted":
         notes.append("predicted by the factorized plan's model, not run")
@@ -77,7 +83,8 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
     deploy = (chosen.get("deploy") if chosen else None) or c.get("deploy") or {}
     if deploy.get("note"):
         notes.append(deploy["note"])
-    group = f"{c['gpu']} · {c['family']} · {c['workload']}" + (f" · c={c['concurrency']}" if several_loads else "")
+    # the model (a group never mixes models), the dataset when given, and the load — "load not stated" always said
+    group = group_label(c, with_load=several_loads or c.get("concurrency") is None)
     return Answer(group=group, candidate=cand, gain=gain_text, confidence=confidence,
                   command=deploy.get("command") or "", notes=tuple(notes))
 

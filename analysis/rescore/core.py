@@ -364,6 +364,7 @@ def _decide(family: str, gpu: str, shard: str, scored: list[Choice], preds: list
         "clear": d.clear, "p_best": _num(d.p_best[w]) if d.p_best[w] is not None else None,
         "tied": [] if d.clear else [{"method": scored[j].method, "depth": scored[j].depth,
                                      "label": scored[j].label, "value": _num(values[j]),
+                                     "schedule": [list(r) for r in scored[j].schedule] or None,
                                      "p_best": _num(d.p_best[j]) if d.p_best[j] is not None else None}
                                     for j in d.tied],
         "label": win.label,

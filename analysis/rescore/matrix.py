@@ -96,6 +96,9 @@ def load_matrices(con: duckdb.DuckDBPyConnection, families: tuple[str, ...] = ()
                   ) -> dict[tuple[str, str], Matrix]:
     """(family, gpu) → Matrix for every family × GPU in the store matching the filters."""
     cells = frames.cells(con, frames.Filters(families=families, gpus=gpus))
+    # Re-scoring interpolates along load: a figure whose load is not stated (published point figures) has no
+    # place on that axis and no latency samples, so it is not part of a re-scoring matrix.
+    cells = cells.filter(pl.col("concurrency").is_not_null())
     if cells.height == 0:
         return {}
     reps = frames.replicates_of(con, cells, REPLICATED)

@@ -2,7 +2,10 @@
 
 Owns the shaping of numbers already computed elsewhere: length histograms (log2 bins), the workload
 mix, the arrival rate over time (from analysis.rescore.trace's buckets), and the recommendation,
-candidate and tax tables of an analysis.rescore document. No chart code here, and no store access.
+candidate and tax tables of an analysis.rescore document; and the re-score answer in plain words (a depth
+schedule as "8 at batch 1–4, 6 at 5–32", a gain with "95 % interval … to …", the verdict in the one
+vocabulary of docs/metrics.md), for the page, the CLI and the report alike. No chart code here, and no store
+access.
 """
 
 from __future__ import annotations
@@ -36,6 +39,77 @@ def arrival_rate(b: TraceBuckets) -> pl.DataFrame:
     return time_profile(b)
 
 
+def _pct(x: float) -> str:
+    return f"{x:+.1f}" if abs(x) < 10 else f"{x:+.0f}"
+
+
+def ranges_words(schedule: list | tuple) -> str:
+    """A depth schedule in words: ``8 at batch 1–4, 6 at 5–32, 3 at 33–64``."""
+    parts = [f"{int(k)} at {'batch ' if i == 0 else ''}{int(a)}–{int(b)}" for i, (a, b, k) in enumerate(schedule)]
+    return ", ".join(parts)
+
+
+def config_words(method: str, depth: int | None, schedule: list | tuple | None = None) -> str:
+    """A configuration in words: ``dspark·8``, or ``dspark with a depth schedule (8 at batch 1–4, …)``."""
+    if schedule:
+        return f"{method} with a depth schedule ({ranges_words(schedule)})"
+    return candidate(method, depth)
+
+
+def gain_words(gain: float | None, ci: list | None, ref: str) -> str:
+    """A gain with its certainty in words: ``+19 % over mtp·3 (95 % interval +3.1 to +30 %)``, or ``not
+    separable from mtp·3 (+1.2 %, 95 % interval −0.8 to +3.0 %)`` when the interval includes 0."""
+    if gain is None:
+        return ""
+    if not ci or ci[0] is None or ci[1] is None:
+        return f"{_pct(gain)} % over {ref} (no interval)"
+    span = f"95 % interval {_pct(ci[0])} to {_pct(ci[1])} %"
+    if ci[0] <= 0 <= ci[1]:
+        return f"not separable from {ref} ({_pct(gain)} %, {span})"
+    return f"{_pct(gain)} % over {ref} ({span})"
+
+
+def verdict_words(r: dict, shown: int = 3) -> str:
+    """A recommendation's verdict in the one vocabulary: ``clear (p 0.97)`` or ``tie with mtp·4 (p 0.30) and
+    dspark with a depth schedule (…) (p 0.12): any of them is as good``."""
+    if r["clear"]:
+        return "clear" + (f" (p {r['p_best']:.2f})" if r.get("p_best") is not None else "")
+    others = [t for t in r["tied"] if (t["method"], t["depth"], t.get("schedule")) !=
+              (r["method"], r["depth"], r.get("schedule"))]
+    names = [config_words(t["method"], t["depth"], t.get("schedule"))
+             + (f" (p {t['p_best']:.2f})" if t.get("p_best") is not None else "") for t in others[:shown]]
+    more = f" and {len(others) - shown} more" if len(others) > shown else ""
+    who = ", ".join(names) + more
+    return f"tie with {who}: any of them is as good" if who else "tie"
+
+
+def schedule_words(svs: dict) -> str:
+    """The schedule against the best static depth in words: ``a depth schedule (8 at batch 1–4, 6 at 5–32) would
+    add 1.7 % (95 % interval +0.3 to +4.7 %) over static dspark·6; we recommend static dspark·6: …``."""
+    sched = ranges_words(svs["scheduled"]["schedule"])
+    static = candidate(svs["static"]["method"], svs["static"]["depth"])
+    gain, ci = svs.get("gain_pct"), svs.get("gain_ci_pct")
+    if gain is None:
+        effect = "cannot be compared"
+    else:
+        effect = f"would {'add' if gain >= 0 else 'lose'} {abs(gain):.1f} %"
+        if ci and ci[0] is not None and ci[1] is not None:
+            effect += f" (95 % interval {_pct(ci[0])} to {_pct(ci[1])} %" + (
+                ", not separable from static)" if ci[0] <= 0 <= ci[1] else ")")
+    chosen = (f"we recommend the schedule ({svs['rule']})" if svs["chosen"] == "scheduled" else
+              f"we recommend static {static} ({svs['rule']})")
+    return f"a depth schedule for {svs['scheduled']['method']} ({sched}) {effect} over static {static}; {chosen}"
+
+
+def recommendation_words(r: dict) -> str:
+    """One shard's answer in a sentence: what to run, what it gains over your default, how sure."""
+    run = config_words(r["method"], r["depth"], r.get("schedule"))
+    gain = r.get("gain_vs_default_text")
+    if r.get("gain_vs_default_pct") is not None and gain != "the default is the winner":
+        gain = gain_words(r["gain_vs_default_pct"], r.get("gain_ci_pct"), "your default")
+    return f"run {run}" + (f": {gain}" if gain else "") + f"; {verdict_words(r)}"
+
+
 def recommendations(doc: dict) -> pl.DataFrame:
     """One row per (family, gpu, shard): the winner, its gain over the default, the verdict, the config."""
     rows = []
@@ -45,12 +119,11 @@ def recommendations(doc: dict) -> pl.DataFrame:
             "family": r["family"], "gpu": r["gpu"], "shard": r["shard"], "requests": r["requests"],
             "method": r["method"], "depth": r["depth"], "gain_vs_default_pct": r["gain_vs_default_pct"],
             "gain_ci_low": ci[0], "gain_ci_high": ci[1],
-            "verdict": "clear" if r["clear"] else "tie: " + ", ".join(
-                candidate(t['method'], t['depth']) if t["method"] != "none" else "none" for t in r["tied"]),
+            "verdict": verdict_words(r),
             "keep_default": r["keep_default"],
             "output_throughput": r["expected"]["output_throughput"], "p99_e2e_ms": r["expected"]["p99_e2e_ms"],
             "mean_concurrency": r["load"]["mean_concurrency"], "vllm_args": r["vllm_args"],
-            "config": r.get("label") or candidate(r['method'], r['depth']),
+            "config": config_words(r["method"], r["depth"], r.get("schedule")),
             "schedule_gain_pct": (r.get("static_vs_scheduled") or {}).get("gain_pct"),
             "command": (r.get("deploy") or {}).get("command"),
         })

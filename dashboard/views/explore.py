@@ -16,7 +16,7 @@ dims = data.dimension_values(data.db_path(), data.stamp())
 params = [
     widgets.p_metric(),
     widgets.p_one("gpu", "GPU", dims["gpu"]),
-    widgets.p_one("conc", "Concurrency", dims["concurrency"]),
+    widgets.p_one("conc", "Concurrency", widgets.load_options(dims)),
     widgets.p_many("fam", "Model families", dims["family"]),
     widgets.p_many("wl", "Workloads", dims["workload"]),
     widgets.p_many("meth", "Methods", dims["method"]),

@@ -38,9 +38,11 @@ workloads = [x for x in dims["workload"] if not v["wl"] or x in v["wl"]]
 name = export.slug(PAGE, v["metric"], a, "vs", b, f"c{v['conc']}")
 ratios = pl.DataFrame()
 changes = pl.DataFrame()
-winner_titles = {"winner_a": f"Winner on {a}", "winner_b": f"Winner on {b}",  # the GPUs' names head the columns
+# the GPUs' names head the columns; "best" is the point estimate, the pick and its verdict read as on the heatmap
+winner_titles = {"winner_a": f"Best on {a}", "winner_b": f"Best on {b}",
                  "pick_a": f"Pick on {a}", "pick_b": f"Pick on {b}",
-                 "cell_verdict_a": f"Verdict on {a}", "cell_verdict_b": f"Verdict on {b}"}
+                 "cell_verdict_a": f"Verdict on {a}", "cell_verdict_b": f"Verdict on {b}",
+                 "headline_a": f"Verdict · pick (p) on {a}", "headline_b": f"Verdict · pick (p) on {b}"}
 eff = pl.DataFrame()
 if a == b:
     st.info("Pick two different GPUs.")
@@ -64,12 +66,16 @@ else:
                                subtitle="each method at its best depth on each GPU; above 1, GPU B is better; whole "
                                "server, and per GPU where stated",
                                simulated=simulated), ratios, name, f"{PAGE}.ratio")
-    st.subheader("Does the winner change with the GPU?")
+    st.subheader("Does the answer change with the GPU?")
     changes = data.winner_changes(doc_a, doc_b)
     n_changed = changes.filter(pl.col("verdict") == "changes").height
-    st.markdown(f"**{n_changed}** of {changes.height} cells change winner clearly; "
-                f"{changes.filter(pl.col('verdict') == 'not clear').height} differ only within a tie.")
-    widgets.table(changes, winner_titles)
+    st.markdown(f"**{n_changed}** of {changes.height} cells have a different clear best on each GPU; "
+                f"{changes.filter(pl.col('verdict') == 'not clear').height} differ only within a tie. Each GPU's "
+                "verdict and pick (with its chance p of being best) read as on the Winners heatmap; "
+                "*best* is the best point estimate.")
+    shown = ["family", "model", "workload", "dataset", "concurrency", "headline_a", "headline_b", "winner_a",
+             "winner_b", "verdict", "method_changes"]
+    widgets.table(changes.select([c for c in shown if c in changes.columns]), winner_titles)
     export.buttons(None, changes, name + "_winner-changes", f"{PAGE}.changes", titles=winner_titles)
     st.subheader("Efficiency: tok/s per GPU and per watt (board power from data/gpu_specs.csv)")
     # one under the other: each is a full family × workload grid, too wide for half the page

@@ -24,7 +24,9 @@ params = [
 
 st.title("Load")
 st.caption("Speedup over `none` at the same GPU, family, workload and concurrency (> 1 = speculation pays), "
-           "with 95 % bootstrap bands. Below the dotted line at 1, speculation costs more than it gives.")
+           "with 95 % bootstrap bands. Below the dotted line at 1, speculation costs more than it gives. "
+           "A method's *best* depth is its best point estimate at that load, not a pick: the pick per load, "
+           "with its verdict and chance of being best, is on the Winners page.")
 v = widgets.setup(PAGE, params, sidebar=[p.key for p in params if not p.key.startswith("slo")])
 if v["metric"] == "goodput":
     for p in params:

@@ -64,11 +64,11 @@ for s in doc["segments"]:
     rec = s.get("recommendation")
     if s["status"] == "winner_changed":
         st.error(f"**{s['segment']}** runs {candidate(s['method'], s['depth'])}; with its production acceptance "
-                 f"**{_config_label(rec['method'], rec['depth'])}** now wins clearly "
+                 f"**{_config_label(rec['method'], rec['depth'])}** is now the clear pick "
                  f"({rec['gain_vs_deployed_pct']:+.1f} % vs running). Deploy: {_deploy(rec['vllm_args'])}",
                  icon=":material/notifications_active:")
     elif rec:
-        st.success(f"**{s['segment']}** ({candidate(s['method'], s['depth'])}): no change — best is "
+        st.success(f"**{s['segment']}** ({candidate(s['method'], s['depth'])}): no change — pick "
                    f"{_config_label(rec['method'], rec['depth'])} ({'clear' if rec['clear'] else 'tie'}).")
     else:
         st.info(f"**{s['segment']}**: {s['status'].replace('_', ' ')} — {s.get('why', '')}")
@@ -106,7 +106,7 @@ if ab is not None:
     st.subheader(f"A/B · {ab['a']['target']} vs {ab['b']['target']}")
     verdict = ab["verdict"]
     if verdict == "winner":
-        st.markdown(f"**Winner: {ab['winner']}** by {ab['gain_pct']:.1f} % on {ab['metric']} "
+        st.markdown(f"**Clear: {ab['winner']}** is better by {ab['gain_pct']:.1f} % on {ab['metric']} "
                     f"(difference 95 %: {ab['difference_ci']}; {ab['blocks']} paired blocks of {ab['block_s']:g} s).")
     elif verdict == "tie":
         st.markdown(f"**Tie** on {ab['metric']}: the difference's 95 % interval {ab['difference_ci']} includes zero "

@@ -21,7 +21,6 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from analysis.labels import candidate
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import compare as rescore_compare
 from analysis.rescore import summary as rescore_summary
@@ -372,17 +371,12 @@ if tid:
         _show(_heatmap(cands), cands, name, "heatmap", *ctx)
         _show(_tax_chart(rescore_summary.tax(doc)), rescore_summary.tax(doc), name, "tax", *ctx)
     st.subheader("Deploy")
-    for r in doc["recommendations"]:
-        tie = "" if r["clear"] else " (tie: any of the tied configs is as good)"
-        st.markdown(f"**{r['shard']}** → `{r.get('label', r['method'])}`{tie}")
+    for r in doc["recommendations"]:  # the answer in words (analysis.rescore.summary), the same as the CLI's
+        st.markdown(f"**{r['shard']}**: {rescore_summary.recommendation_words(r)}.")
         svs = r.get("static_vs_scheduled")
         if svs:
-            ci = svs["gain_ci_pct"] or [None, None]
-            span = f" (95 % interval {ci[0]:+.1f} to {ci[1]:+.1f} %)" if ci[0] is not None else ""
-            ranges_ = ", ".join(f"batch {a}–{b}: depth {k}" for a, b, k in svs["scheduled"]["schedule"])
-            st.markdown(f"Depth schedule per batch size ({ranges_}): {svs['gain_pct']:+.1f} %{span} vs static "
-                        f"`{candidate(svs['static']['method'], svs['static']['depth'])}` on this shard's loads → "
-                        f"**{svs['chosen']}** ({svs['rule']}).")
+            words = rescore_summary.schedule_words(svs)
+            st.markdown(f"Depth schedule per batch size: {words[0].upper()}{words[1:]} on this shard's loads.")
         st.code(r["deploy"]["command"], language="bash")
         if r["deploy"]["note"]:
             st.warning(r["deploy"]["note"])

@@ -1,15 +1,20 @@
-"""Winners (landing page): who wins where. By default every load at once — per GPU, the sensible pick of each
-family × workload at each measured load (dashboard.load_strip) under a one-sentence summary (analysis.glance,
-the same as ``python -m analysis winners --json``'s ``summary``); one click on a load opens its heatmap (rows =
-family, columns = workload) with the drill-down of a cell. Numbers come from analysis.winners (DESIGN's winner
+"""Winners (landing page): who wins where. First, with no interaction, the published winner per model × dataset
+(the shipped published tables, e.g. vLLM's AMD post: the source named, "load not stated"; analysis.glance.published).
+Then the simulated (or measured) part, under the simulated banner when it is simulated: by default every load at
+once — per GPU, the sensible pick of each model × workload at each measured load (dashboard.load_strip) under a
+one-sentence summary (analysis.glance, the same as ``python -m analysis winners --json``'s ``summary``); one click
+on a load opens its heatmap (rows = model, columns = workload) with the drill-down of a cell.
+Numbers come from analysis.winners (DESIGN's winner
 rule) and analysis.equivalence (margin, sensible pick)."""
 
 from __future__ import annotations
 
 from functools import partial
 
+import polars as pl
 import streamlit as st
 
+from analysis.labels import group_label
 from dashboard import charts, data, drill, export, heatmap_spec, load_strip, report, state, widgets
 
 PAGE = "winners"
@@ -39,10 +44,13 @@ params = [
 ]
 
 st.title("Who wins where")
-st.caption("The fastest speculative-decoding method and depth per model family × workload, per GPU. "
-           "A winner is claimed only when its 95 % bootstrap interval against the runner-up excludes zero; "
-           "candidates within the equivalence margin count as equal, and every tie names its sensible pick "
-           "(shallowest depth, then the method you deploy today, then no drafter needed).")
+answer_slot = st.empty()  # the plain answer opens the page; filled once the document is read
+st.caption("The fastest speculative-decoding method and depth per model × workload (× dataset), per GPU, in one "
+           "vocabulary: **best** = the best point estimate; **p** = a candidate's chance of being best over the "
+           "paired replicates; **clear** = the best has p ≥ 0.95; **tie** = others keep p ≥ 0.05; "
+           "**equivalent** = within the equivalence margin; **pick** = what we recommend and why (shallowest "
+           "depth, then the method you deploy today, then no drafter needed). A gain over no speculation is "
+           "always shown with its 95 % interval, or as \"not separable from none\".")
 sidebar = [p.key for p in params if not p.key.startswith("slo")]
 v = widgets.setup(PAGE, params, sidebar=sidebar)
 if v["metric"] == "goodput":
@@ -57,13 +65,29 @@ f_all = widgets.filters(v, concurrency=())
 f = f_all if all_loads else widgets.filters(v, concurrency=[v["conc"]])
 slo = widgets.slo(v)
 margin = float(v["margin"])
-doc_all = data.winners_doc(data.db_path(), data.stamp(), v["metric"], f_all, slo, bool(v["best"]), margin)
-# one load's cells are the same decisions (a group is GPU × family × workload × load): filter, don't recompute
+doc_every = data.winners_doc(data.db_path(), data.stamp(), v["metric"], f_all, slo, bool(v["best"]), margin)
+label = widgets.metric_label(v["metric"])
+# published figures (a source URL, load not stated) first, on their own: never under the simulated banner
+pub_doc, doc_all = data.split_published(doc_every)
+pub = data.published_winners(pub_doc)
+if pub["rows"]:
+    st.subheader("Published results: the best method per model × dataset")
+    for url in pub["sources"]:
+        st.markdown(f"Source: [{url}]({url}) — figures as published (no per-request samples), "
+                    "**load not stated** by the source.")
+    st.caption(pub["text"])
+    # the one vocabulary: the verdict and pick with its chance, its gain only with its 95 % interval
+    widgets.table(pl.DataFrame(pub["rows"]).select("model", "dataset", "workload", "gpu", "best", "headline", "gain",
+                                                   "load", "source"), key=f"{PAGE}.published")
+    st.subheader("Simulated loads" if doc_all["simulated"] else "Your measurements")
+# one load's cells are the same decisions (a group is GPU × model × workload × load): filter, don't recompute
 doc = doc_all if all_loads else {**doc_all, "cells": [c for c in doc_all["cells"] if c["concurrency"] == v["conc"]]}
 widgets.banner(doc["simulated"])
-label = widgets.metric_label(v["metric"])
 glance = data.glance(doc_all)
-st.info(glance["text"], icon=":material/summarize:")
+# analysis.glance words the answer; a store of published figures only answers from those
+lead = glance if doc_all["cells"] or not pub_doc["cells"] else data.glance(pub_doc)
+answer_slot.info(lead["answer"], icon=":material/summarize:")
+st.caption(glance["text"])
 families = [x for x in dims["family"] if not v["fam"] or x in v["fam"]]
 workloads = [x for x in dims["workload"] if not v["wl"] or x in v["wl"]]
 gpus = [g for g in dims["gpu"] if (not v["gpu"] or g in v["gpu"]) and any(c["gpu"] == g for c in doc["cells"])]
@@ -103,17 +127,17 @@ else:
 
 ties = [c for c in doc["cells"] if c.get("verdict", "tie" if not c["clear"] else "clear") != "clear"]
 if ties:
-    with st.expander(f"{len(ties)} cell(s) without a clear winner (tied at 95 % or equivalent within "
+    with st.expander(f"{len(ties)} cell(s) without a clear winner (tie: the best's p < 0.95, or equivalent within "
                      f"{margin:g} %) — each names its sensible pick"):
         for c in ties:
-            st.markdown(f"- **{c['gpu']} · {c['family']} · {c['workload']} · c={c['concurrency']}**: "
-                        f"{c.get('tie_text', '')}")
+            st.markdown(f"- **{group_label(c)}**: {c.get('tie_text', '')}")
 
 edges = [c for c in doc["cells"] if c.get("at_grid_edge")]
 if edges:
-    with st.expander(f"{len(edges)} winner(s) at the edge of the depth grid: a depth outside it may do better"):
+    with st.expander(f"{len(edges)} cell(s) whose best point estimate is at the edge of the depth grid: a depth "
+                     "outside it may do better"):
         for c in edges:
-            st.markdown(f"- **{c['gpu']} · {c['family']} · {c['workload']} · c={c['concurrency']}**: "
+            st.markdown(f"- **{group_label(c)}**: "
                         f"{charts.cand(c['winner']['method'], c['winner']['depth'])} — {c['grid_edge']['text']}")
 
 if all_loads:

@@ -5,7 +5,9 @@ Order: a folder (or a table file inside one) with ``cells.parquet`` → ``spectu
 object with SGLang's ``mean_e2e_latency_ms`` → ``sglang_serving``; with vLLM's ``duration, completed,
 output_throughput`` → ``vllm_bench``; ``question_id`` + ``choices`` → ``specbench``; ``batch_size, steps,
 acc_length, step_time`` → ``sglang_spec``; ``{"benchmarks": [{"metrics": …}]}`` → ``guidellm``; a CSV header
-with ``source_url, metric, value`` → ``published_csv``. Anything else is an error on line 1 saying what was
+with ``source_url, metric, value`` → ``published_csv``; with ``source_url, model, method, depth, output_tok_s`` →
+``published_cells`` (a folder holding one too); with ``source_url, position, acceptance_rate`` →
+``published_positions``. Anything else is an error on line 1 saying what was
 found and what was expected.
 """
 
@@ -20,6 +22,7 @@ from ingest.results import (
     guidellm,
     jsonstream,
     published,
+    published_cells,
     sglang_serving,
     sglang_spec,
     specbench,
@@ -30,7 +33,8 @@ from ingest.results import (
 from ingest.results.source import check_size, scan_text
 
 EXPECTED = ("expected vllm bench serve JSON, a vllm bench sweep folder, a GuideLLM report, SGLang bench_serving or "
-            "bench_speculative JSONL, Spec-Bench output JSONL, a published-results CSV or a spectune export folder")
+            "bench_speculative JSONL, Spec-Bench output JSONL, a published-results CSV, a published cells table (or "
+            "its folder) or a spectune export folder")
 HEAD_BYTES = 1 << 16
 
 
@@ -62,6 +66,8 @@ def detect(path: Path) -> str:
             return spectune_parquet.FORMAT
         if vllm_sweep.experiment_dir(path):
             return vllm_sweep.FORMAT
+        if published_cells.folder_files(path):
+            return published_cells.FORMAT
         raise InputError(path, 0, f"a folder without cells.parquet or SERVE-…/BENCH-… run=N.json files; {EXPECTED}")
     check_size(path)
     with open(path, "rb") as fh:
@@ -104,5 +110,9 @@ def detect(path: Path) -> str:
         header = []
     if published.looks_like_header(header):
         return published.FORMAT
+    if published_cells.looks_like_cells(header):
+        return published_cells.FORMAT
+    if published_cells.looks_like_positions(header):
+        return published_cells.POSITIONS_FORMAT
     shown = header_line[:80]
     raise InputError(path, first_line, f"unrecognised content starting {shown!r}; {EXPECTED}")

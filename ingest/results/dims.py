@@ -3,8 +3,8 @@
 Result files rarely carry every spectune dimension (a ``vllm bench serve`` file knows its model and
 ``max_concurrency`` but not the GPU or workload). Resolution order per dimension: the user's ``--set``,
 the value the reader found in the file (metadata keys, model id, ...), a family inferred from the model
-name, and finally ``unknown`` (text) or ``0`` (depth, concurrency) with a warning, so nothing is guessed
-silently.
+name, and finally ``unknown`` (text), ``0`` (depth) or NULL (concurrency: "load not stated") with a warning, so
+nothing is guessed silently.
 """
 
 from __future__ import annotations
@@ -130,11 +130,12 @@ def resolve(found: dict[str, Any], overrides: dict[str, str], warnings: list[str
         depth = 0
         if method != "none":
             warnings.append(f"{prefix}depth not in the file; stored as 0 (pass --set depth=...)")
+    concurrency: int | None
     if "concurrency" in values:
         concurrency = int(values["concurrency"])
     else:
-        concurrency = 0
+        concurrency = None  # "load not stated": never 0, never pooled with a stated load
         why = hints.get("concurrency", "concurrency not in the file")
-        warnings.append(f"{prefix}{why}; stored as 0 (pass --set concurrency=...)")
+        warnings.append(f"{prefix}{why}; stored as load not stated (pass --set concurrency=...)")
     gpu_count = int(values.get("gpu_count", 0) or 0)
     return CellKey(method, depth, family, model, workload, gpu, concurrency), gpu_count

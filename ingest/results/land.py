@@ -71,7 +71,8 @@ def land(con: duckdb.DuckDBPyConnection, files: list[ParsedFile]) -> list[dict[s
                 warnings.simplefilter("ignore", RuntimeWarning)
                 frames = store.cell_frames(f.run.run_id, cell.key, cell.requests, window_s=cell.window_s,
                                            gpu_count=cell.gpu_count, counters=cell.counters, itl_ms=cell.itl_ms,
-                                           headline=cell.headline, status=cell.status, error=cell.error)
+                                           headline=cell.headline, status=cell.status, error=cell.error,
+                                           labels=cell.labels or None)
             for t in TABLES:
                 if t in frames:
                     parts[t].append(frames[t])
@@ -80,6 +81,7 @@ def land(con: duckdb.DuckDBPyConnection, files: list[ParsedFile]) -> list[dict[s
         parts["runs"].append(_run_frame(f))
         for t, frame in f.extra.items():
             extra.setdefault(t, []).append(frame)
+            report.setdefault("extra_rows", {})[t] = frame.height  # e.g. per-position rates of imported cells
     tables = {t: c for t, fr in parts.items() if (c := _concat(fr)) is not None}
     extras = {t: c for t, fr in extra.items() if (c := _concat(fr)) is not None}
     if "runs" in tables:

@@ -38,6 +38,7 @@ class ParsedCell:
     headline: dict[str, Any] = field(default_factory=dict)  # the file's own numbers (cells columns), as given
     status: str = "ok"  # "failed": the file records a benchmark in which no request succeeded
     error: str | None = None
+    labels: dict[str, str | None] = field(default_factory=dict)  # store.LABEL_COLUMNS, e.g. the source_url
 
 
 @dataclass(slots=True)
@@ -54,6 +55,9 @@ class ParsedFile:
     extra: dict[str, pl.DataFrame] = field(default_factory=dict)  # e.g. {"published": rows}
     warnings: list[str] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)  # format-specific figures for the report
+    # rows a later step completes with another file of the invocation (a per-position table's rows await the
+    # cells of their cells table: ingest.results.published_cells.attach)
+    pending: list[Any] = field(default_factory=list)
 
     @property
     def n_cells(self) -> int:

@@ -12,11 +12,12 @@ model, model_family, workload, metric, value`` required). A published measuremen
   per rank); ``tpot_ms`` → mean_tpot_ms. Speedups, ITL, per-user and cumulative per-position rates stay
   in ``published`` only (no column means the same thing).
 * cell dimensions: method, family (model_family), model, workload, gpu (empty → unknown) as given; depth
-  must be one whole number (``none`` → 0), concurrency one whole number or empty (→ 0 = not stated);
+  must be one whole number (``none`` → 0), concurrency one whole number or empty (→ NULL: load not stated);
   rows with ranges ("3-8", "2 per rank") stay in ``published`` only;
-* rows of one cell that report the same metric twice (e.g. HumanEval and MBPP both "code") are told apart
-  by qualifying the workload with the dataset (``code [HumanEval]``), then with the temperature; rows still
-  colliding stay in ``published`` only. The report counts each reason.
+* the row's ``dataset`` is a dimension of its cell (``cells.dataset``, under the workload): HumanEval and MBPP
+  rows, both "code", are two cells; rows of one cell and dataset that report the same metric twice are told
+  apart by qualifying the workload with the temperature (``code [T=0.0]``); rows still colliding stay in
+  ``published`` only. The report counts each reason.
 """
 
 from __future__ import annotations
@@ -131,32 +132,28 @@ def _assign(rows: list[dict[str, Any]]) -> Counter:
         r["_col"] = cell_column(r["metric"], r.get("unit", ""))
         depth = 0 if r["method"] == "none" else _whole(r.get("depth", ""))
         conc_text = r.get("concurrency", "")
-        conc = 0 if not conc_text else _whole(conc_text)
+        conc = None if not conc_text else _whole(conc_text)  # empty: load not stated (NULL), never 0
         why = ("metric has no cells column" if r["_col"] is None else "depth is not one number" if depth is None
-               else "concurrency is not one number" if conc is None else None)
+               else "concurrency is not one number" if conc_text and conc is None else None)
         r["_why"] = why
         if why:
             reasons[why] += 1
             continue
         r["_dims"] = [r["method"], depth, r["model_family"] or "unknown", r["model"] or "unknown", r["workload"],
                       r.get("gpu") or "unknown", conc]
-    for level in (1, 2):
-        groups: dict[tuple, list[dict]] = defaultdict(list)
-        for r in rows:
-            if not r["_why"]:
-                groups[(*r["_dims"], r["_col"])].append(r)
-        clashing = {tuple(g[0]["_dims"]) for g in groups.values() if len(g) > 1}
-        if not clashing:
-            break
-        for r in rows:
-            if not r["_why"] and tuple(r["_dims"]) in clashing:
-                extra = (r.get("dataset") or "?") if level == 1 else f"T={r.get('temperature')}"
-                base = r["_dims"][4]
-                r["_dims"][4] = f"{base[:-1]}, {extra}]" if level == 2 else f"{base} [{extra}]"
+        r["_dataset"] = r.get("dataset") or None  # a cell dimension under the workload (never folded into it)
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        if not r["_why"]:
+            groups[(*r["_dims"], r["_dataset"], r["_col"])].append(r)
+    clashing = {(*g[0]["_dims"], g[0]["_dataset"]) for g in groups.values() if len(g) > 1}
+    for r in rows:  # rows of one cell and dataset reporting one metric twice: told apart by temperature
+        if not r["_why"] and (*r["_dims"], r["_dataset"]) in clashing:
+            r["_dims"][4] = f"{r['_dims'][4]} [T={r.get('temperature')}]"
     groups = defaultdict(list)
     for r in rows:
         if not r["_why"]:
-            groups[(*r["_dims"], r["_col"])].append(r)
+            groups[(*r["_dims"], r["_dataset"], r["_col"])].append(r)
     for g in groups.values():
         if len(g) > 1:
             for r in g:
@@ -187,7 +184,7 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
     for r in rows:
         if r["_why"]:
             continue
-        key = CellKey(*r["_dims"])
+        key = CellKey(*r["_dims"], dataset=r["_dataset"])
         cell = cells.get(key.cell_id)
         if cell is None:
             cell = cells[key.cell_id] = ParsedCell(key=key, requests=pl.DataFrame(), window_s=None,

@@ -16,6 +16,7 @@ from ingest.errors import InputError, UsageError
 from ingest.results import (
     guidellm,
     published,
+    published_cells,
     sglang_serving,
     sglang_spec,
     specbench,
@@ -45,6 +46,10 @@ FORMATS: dict[str, ResultFormat] = {f.name: f for f in (
     ResultFormat(sglang_spec.FORMAT, sglang_spec.read, "SGLang scripts/playground/bench_speculative.py JSONL"),
     ResultFormat(spectune_parquet.FORMAT, spectune_parquet.read, "spectune export folder / host shard (Parquet)"),
     ResultFormat(published.FORMAT, published.read, "published-results CSV (data/published_results.csv shape)"),
+    ResultFormat(published_cells.FORMAT, published_cells.read,
+                 "published cells table, one row per cell (data/published/vllm-amd-2026-08/cells.csv shape)"),
+    ResultFormat(published_cells.POSITIONS_FORMAT, published_cells.read_positions,
+                 "published per-position acceptance, imported with its cells table (…/positions.csv shape)"),
 )}
 FORMAT_CHOICES: tuple[str, ...] = ("auto", *FORMATS)
 
@@ -59,6 +64,12 @@ def read_path(path: Path, kind: str = "auto", opts: ReadOptions | None = None) -
     if kind not in FORMAT_CHOICES:
         raise UsageError(f"unknown format {kind!r} (expected one of {', '.join(FORMAT_CHOICES)})")
     name = detect(path) if kind == "auto" else kind
+    if path.is_dir() and name in (published_cells.FORMAT, published_cells.POSITIONS_FORMAT):
+        files = published_cells.folder_files(path)  # the folder's cells table(s), then its per-position table(s)
+        if not files:
+            raise InputError(path, 0, "a folder without a published cells table (CSV with source_url, model, method, "
+                             "depth, output_tok_s)")
+        return [_checked(FORMATS[detect(p)].reader(p, opts)) for p in files]
     if name == vllm_sweep.FORMAT:
         return [_checked(p) for p in vllm_sweep.read_runs(path, opts)]
     return [_checked(FORMATS[name].reader(path, opts))]
@@ -70,8 +81,9 @@ def _checked(parsed: ParsedFile) -> ParsedFile:
     for cell in parsed.cells:
         k = cell.key
         if k.cell_id in seen:
-            raise InputError(path, 0, f"two results map to the same cell ({k.method}:{k.depth} {k.family} "
-                             f"{k.workload} {k.gpu} c={k.concurrency}); check --set")
+            load = "load not stated" if k.concurrency is None else f"c={k.concurrency}"
+            raise InputError(path, 0, f"two results map to the same cell ({k.method}:{k.depth} {k.model} "
+                             f"{k.workload}{' ' + k.dataset if k.dataset else ''} {k.gpu} {load}); check --set")
         seen[k.cell_id] = k.method
     return parsed
 
@@ -80,12 +92,17 @@ def read_files(paths: list[Path], kind: str = "auto", opts: ReadOptions | None =
     """Parse every file (and the baseline); the first bad one raises and nothing has been written."""
     opts = opts or ReadOptions()
     out = [parsed for p in paths for parsed in read_path(p, kind, opts)]
+    published_cells.attach(out)  # per-position rows find their cells among this invocation's cells tables
     if opts.baseline is not None:
         if not any(p.format == specbench.FORMAT for p in out):
             raise UsageError("--baseline applies to Spec-Bench output files only")
         if detect(opts.baseline) != specbench.FORMAT:
             raise InputError(opts.baseline, 0, "the baseline must be a Spec-Bench output JSONL (a vanilla run)")
+        # the vanilla run serves the same target: it takes the speculative file's model (Spec-Bench's model_id is
+        # a run label, e.g. qwen3-8b-vanilla-…), so its `none` cells share that model's winner groups
+        spec = next(p for p in out if p.format == specbench.FORMAT and p.cells)
+        model = opts.overrides.get("model") or spec.cells[0].key.model
         base_opts = replace(opts, baseline=None,
-                            overrides={**opts.overrides, "method": "none", "depth": "0"})
+                            overrides={**opts.overrides, "method": "none", "depth": "0", "model": model})
         out.append(read_file(opts.baseline, specbench.FORMAT, base_opts))
     return out

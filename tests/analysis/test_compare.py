@@ -135,7 +135,7 @@ def test_shifted_mix_flags_changed_winners_and_exits_3(drift_db: Path) -> None:
         assert (g["b"]["method"], g["b"]["depth"]) not in tied_a and (g["a"]["method"], g["a"]["depth"]) not in tied_b
         assert g["gain_pct"] > 0
     shards = {r["shard"] for r in rep["retune"]}
-    assert shards == {f"MI300X/MiniMax/chat/c={g['concurrency']}" for g in changed}
+    assert shards == {f"MI300X/MiniMax-M2.5/chat/c={g['concurrency']}" for g in changed}
     for r in rep["retune"]:
         assert r["speculative_config"] == (None if r["to"]["method"] == "none" else
                                            {"method": r["to"]["method"], "num_speculative_tokens": r["to"]["depth"]})
@@ -204,12 +204,13 @@ def test_bad_arguments_are_one_line(drift_db: Path, args: list[str], message: st
 
 def _group(winner: tuple[str, int], tied: list[tuple[str, int]]) -> dict:
     w = {"method": winner[0], "depth": winner[1], "value": 100.0}
-    return {"gpu": "G", "family": "F", "workload": "W", "concurrency": 1, "winner": w, "clear": not tied,
+    return {"gpu": "G", "family": "F", "model": "M", "workload": "W", "dataset": None, "concurrency": 1, "winner": w,
+            "clear": not tied,
             "tied": [{"method": m, "depth": d, "value": 1.0} for m, d in tied]}
 
 
 def _cells(*pairs: tuple[str, int, float]) -> pl.DataFrame:
-    return pl.DataFrame({"gpu": "G", "family": "F", "workload": "W", "concurrency": 1,
+    return pl.DataFrame({"gpu": "G", "family": "F", "model": "M", "workload": "W", "dataset": None, "concurrency": 1,
                          "method": [m for m, _, _ in pairs], "depth": [d for _, d, _ in pairs],
                          "output_throughput": [v for _, _, v in pairs]})
 

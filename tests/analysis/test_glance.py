@@ -51,7 +51,9 @@ def test_cli_json_carries_the_summary_over_all_loads(default_db: Path):
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     s = doc["summary"]
-    assert s["loads"] == sorted({c["concurrency"] for c in doc["cells"]}) and len(s["loads"]) > 1
+    # stated loads in order, then null ("load not stated": the published cells the default store ships)
+    assert s["loads"] == sorted({c["concurrency"] for c in doc["cells"]}, key=lambda x: (x is None, x or 0))
+    assert len(s["loads"]) > 2 and s["loads"][-1] is None and s["load_not_stated_cells"] == 28
     assert s == summary({k: v for k, v in doc.items() if k != "summary"})
     assert s["text"].startswith("Simulated data:")
     assert all(c["pick"]["label"] and c["tie_text"] for c in doc["cells"])
@@ -91,3 +93,21 @@ def test_not_separable_means_the_gain_interval_includes_zero_and_ties_say_their_
     s = summary(doc)
     assert s["default_not_separable_cells"] == 2 and s["median_tied"] == 5
     assert "each between a median 5 candidates with a real chance of being best (p ≥ 0.05)" in s["text"]
+
+
+def test_the_plain_answer_says_what_to_run_where_and_how_sure():
+    """Clear cells: "run X on <where> (clear in N of M cells)", the rest to measure; no clear cell: the picks we
+    would try, how often each, and "measure before you deploy"; simulated data says so."""
+    cells = [_cell("A", "Qwen", "code", 1, "clear", ("dflash", 5), 20.0),
+             _cell("B", "Qwen", "chat", 1, "clear", ("dflash", 5), 20.0),
+             _cell("A", "Kimi", "chat", 1, "clear", ("mtp", 2), 4.0),
+             _cell("A", "Kimi", "chat", 64, "tie", ("eagle3", 2), 10.0)]
+    s = summary(_doc(cells))
+    assert s["answer"] == ("On these measurements: run dflash·5 on A code and B chat (clear in 2 of 4 cells); "
+                           "mtp·2 on A chat (clear in 1 of 4 cells); the other 1 cell is ties or equivalent: "
+                           "measure before you deploy there.")
+    ties = [_cell("A", "Qwen", "code", c, "tie", ("mtp", d), 0.0) for c, d in ((1, 3), (16, 3), (64, 4))]
+    s = summary(_doc(ties, simulated=True))
+    assert s["answer"] == ("On simulated data no cell has a clear winner: the picks we would try are mtp·3 (2 of 3 "
+                           "cells), mtp·4 (1 of 3 cells); measure before you deploy.")
+    assert summary(_doc([]))["answer"] == "No cells match these filters."

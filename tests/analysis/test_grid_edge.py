@@ -83,7 +83,7 @@ def test_winners_json_and_cli_flag_the_edge(edge_store: Path):
     assert by_wl["chat"]["winner"]["depth"] == 3 and by_wl["chat"]["at_grid_edge"] is False
     assert by_wl["chat"]["grid_edge"] is None
     proc = cli("analysis", "winners", "--db", str(edge_store))
-    lines = {ln.split()[2]: ln for ln in proc.stdout.splitlines()}
+    lines = {ln.split(" · ")[2]: ln for ln in proc.stdout.splitlines() if ln.count(" · ") >= 3}  # GPU · model · wl
     assert "at the edge of the grid (deepest depth measured for eagle3: 2–4)" in lines["code"]
     assert "edge of the grid" not in lines["chat"]
     cells = json.loads(cli("analysis", "winners", "--json", "--best-depth", "--db", str(edge_store)).stdout)["cells"]

@@ -52,8 +52,10 @@ def test_winners_and_curve_json_carry_provenance(default_db):
     with store.session(default_db, read_only=True) as con:
         doc = winners.winners(con, "output_throughput")
         cur = curve(con, "Kimi", "dflash", "code", "MI355X", 1)  # Kimi-K2.5's DFlash rows in the post
-    spec = [c for c in doc["cells"] if c["winner"]["method"] != "none"]
+    spec = [c for c in doc["cells"] if c["winner"]["method"] != "none" and c["backend"] == "sim"]
     assert spec and all(c["provenance"]["kind"] == "modelled" and c["provenance"]["acceptance"] for c in spec)
+    published = [c for c in doc["cells"] if c["backend"] == "import"]  # the shipped published cells: measured
+    assert published and all(c["provenance"]["kind"] != "modelled" and c["source_url"] for c in published)
     assert cur["points"] and all(p["provenance"]["acceptance"]["kind"] == "fitted" for p in cur["points"])
 
 

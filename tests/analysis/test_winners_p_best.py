@@ -72,11 +72,13 @@ def test_done_when_on_the_default_data(default_doc, capsys):
     rule = doc["p_best_rule"]
     assert (rule["clear_at"], rule["tie_at"]) == (0.95, 0.05) and "0.95" in rule["text"]
     cells = doc["cells"]
-    assert len(cells) == 72
+    # the default store holds the 72 simulated cells and the published (imported) ones since realnums
+    sim = [c for c in cells if c["backend"] == "sim"]
+    assert len(sim) == 72 and len(cells) > 72
     for c in cells:
         _check_cell(c, rule)
         assert not (_none_separated(c) and any(t["method"] == "none" for t in c["tied"]))
-        assert c["uncertainty"] == "bootstrap+model"
+    assert all(c["uncertainty"] == "bootstrap+model" for c in sim)
     sizes = [_tied_size(c) for c in cells]
     median = statistics.median(sizes)
     clear = sum(c["clear"] for c in cells)

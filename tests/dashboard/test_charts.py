@@ -39,13 +39,16 @@ def built(default_db) -> dict:
         }
 
 
+HEADLINE = "verdict · pick (chance of being best)"  # the heatmap tooltip's title (charts.TOOLTIP)
+
+
 def _marks(svg: bytes) -> list[dict[str, str]]:
     """The data marks of a rendered SVG, each as its fields: Vega writes a mark's datum into its aria-label
     ("field: value; field: value"); axis and legend labels (no "; ") are left out. A value may itself hold
     "; " or ": " (the provenance text does): inside the provenance field, a piece continues it unless it starts
     with a field name the tests read."""
-    fields = ("family", "workload", "#1 [95% CI]", "verdict", "winner", "candidate", "value")
-    free_text = ("where it comes from", "provenance")
+    fields = ("family", "workload", "#1 [95% CI]", HEADLINE, "method", "candidate", "value")
+    free_text = ("where it comes from", "provenance", "verdict in words")
     out = []
     for label in re.findall(r'aria-label="([^"]*)"', svg.decode()):
         pieces = html.unescape(label).split("; ")
@@ -89,7 +92,7 @@ def _best_by_sql(db, gpu: str, conc: int) -> dict[tuple[str, str], tuple[str, in
 
 def test_the_rendered_heatmap_shows_each_cells_best_candidate(built: dict, default_db):
     """Every cell of the SVG names, as #1, the candidate with the highest throughput in the store (computed here in
-    SQL); a clear cell is drawn in that method's colour channel ("winner")."""
+    SQL); a clear cell is drawn in that method's colour channel ("method")."""
     svg = export.chart_bytes(charts.build("winner_heatmap", *built["winner_heatmap"]), "svg")
     best = _best_by_sql(default_db, "MI300X", 1)
     seen, clear, filled = set(), set(), set()
@@ -101,10 +104,10 @@ def test_the_rendered_heatmap_shows_each_cells_best_candidate(built: dict, defau
         name = "none" if method == "none" else f"{method}·{depth}"
         assert mark["#1 [95% CI]"].startswith(f"{name}: {value:,.1f} ["), (key, mark)
         seen.add(key)
-        if mark["verdict"] == "clear winner":
+        if mark[HEADLINE].startswith("clear · pick "):
             clear.add(key)
-            if "winner" in mark:  # the filled rect (labels carry the tooltip, not the colour channel)
-                assert mark["winner"] == method, key
+            if "method" in mark:  # the filled rect (labels carry the tooltip, not the colour channel)
+                assert mark["method"] == method, key
                 filled.add(key)
     # the default data calls no cell clear (the model's own error is in its intervals, docs/simulator.md); the
     # winner's colour on clear cells is held by test_heatmap_colour.py on hand-set values
@@ -135,9 +138,11 @@ def test_exported_heatmap_has_no_selection_but_the_shown_one_does(built: dict):
 def test_winner_rows_name_ties_and_gains(built: dict):
     rows = charts.winner_rows(built["winner_heatmap"][0])
     ties = rows.filter(~rows["clear"])
-    # a tie in plain words: how many are tied (or equivalent within the margin), and the sensible pick
-    assert ties.height > 0 and all((t.startswith("TIE (") or t.startswith("≈ ")) and "\npick " in t
+    # a tie in the one vocabulary: the verdict, then the pick with its chance of being best
+    assert ties.height > 0 and all(re.match(r"(tie|equivalent)\npick \S+ \(p (\d\.\d\d|< 0\.01|\?)\)", t)
                                    for t in ties["label"])
+    assert (ties["headline"] == ties["state"] + " · pick " + ties["pick"] + ties["label"].str.extract(
+        r"pick \S+( \(p [^)]*\))")).all()
     assert all(r["top1"] for r in rows.iter_rows(named=True))
 
 

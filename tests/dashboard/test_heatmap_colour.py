@@ -40,7 +40,8 @@ def test_winner_rows_carry_the_winners_method_not_the_runner_ups():
     tie = rows[("G", "H", "code")]
     assert not tie["clear"] and tie["method"] == "mtp"
     # 130 vs 129 is within the 2 % margin: equivalent, and the shallower eagle3·2 is the sensible pick
-    assert tie["label"].startswith("≈ 2 within margin\npick eagle3·2") and tie["pick"] == "eagle3·2"
+    assert tie["label"].startswith("equivalent\npick eagle3·2 (p ") and tie["pick"] == "eagle3·2"
+    assert tie["headline"].startswith("equivalent · pick eagle3·2 (p ")
 
 
 def _fills(spec: dict) -> dict[tuple[str, str, str], set[str]]:

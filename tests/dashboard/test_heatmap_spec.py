@@ -32,7 +32,7 @@ def _same_view_names(spec: dict) -> dict:
 
 def _assert_equal_everywhere(doc_all: dict) -> int:
     checked = 0
-    for conc in sorted({c["concurrency"] for c in doc_all["cells"]}):
+    for conc in sorted({c["concurrency"] for c in doc_all["cells"]}, key=lambda x: (x is None, x or 0)):
         doc = {**doc_all, "cells": [c for c in doc_all["cells"] if c["concurrency"] == conc]}
         for gpu in sorted({c["gpu"] for c in doc["cells"]}):
             for fams, wls in VIEWS:

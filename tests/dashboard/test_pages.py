@@ -56,9 +56,10 @@ def test_gpus_page_compares_any_two_gpus():
     ratio = chart_specs(at)[0]
     assert ratio["rows"] and all(r["ratio"] > 0 for r in ratio["rows"])
     changes = at.dataframe[0].value  # human titles; the winner columns are named after the GPUs compared
-    assert list(changes.columns) == ["Model family", "Workload", "Concurrency", "Winner on MI300X",
-                                     "Winner on MI355X", "Method changes?", "Verdict", "Pick on MI300X",
-                                     "Pick on MI355X", "Verdict on MI300X", "Verdict on MI355X"]
+    # each GPU's verdict · pick (p) as the Winners heatmap reads it, then each GPU's best point estimate
+    assert list(changes.columns) == ["Model family", "Model", "Workload", "Dataset", "Concurrency",
+                                     "Verdict · pick (p) on MI300X", "Verdict · pick (p) on MI355X",
+                                     "Best on MI300X", "Best on MI355X", "Verdict", "Method changes?"]
     assert set(changes["Verdict"]) <= {"same", "changes", "not clear"}
     at.sidebar.selectbox(key="gpus.b").set_value("MI300X").run()
     assert any("two different GPUs" in i.value for i in at.info)
@@ -71,7 +72,8 @@ def test_load_page_speedups_and_break_even():
     at.sidebar.multiselect(key="load.meth").set_value(["ngram"]).run()
     assert {r["method"] for r in chart_specs(at)[0]["rows"]} == {"ngram"}
     be = at.dataframe[0].value
-    assert list(be.columns) == ["GPU", "Model family", "Workload", "Method", "Stops paying at (concurrency)"]
+    assert list(be.columns) == ["GPU", "Model family", "Model", "Workload", "Dataset", "Method",
+                                "Stops paying at (concurrency)"]
     assert set(be["Method"]) == {"ngram"}
     # a concurrency stays a number (sorting is numeric); empty = still pays at every measured load
     assert be["Stops paying at (concurrency)"].dtype.kind in "fi"
@@ -99,7 +101,9 @@ def test_load_lines_join_a_method_across_loads_even_when_its_best_depth_changes(
 def test_data_page_lists_runs_and_published_links():
     at = open_page("views/datasets.py", query={"pmeth": "dspark"})
     runs, pub = at.dataframe[0].value, at.dataframe[1].value
-    assert list(runs["Backend"]) == ["sim"] and int(runs["Requests"].iloc[0]) > 0
+    # the simulated run, and the two import runs of the shipped published table (cells, per-position rates)
+    assert sorted(runs["Backend"]) == ["import", "import", "sim"]
+    assert int(runs[runs["Backend"] == "sim"]["Requests"].iloc[0]) > 0
     assert pub["Candidate"].str.fullmatch(r"dspark·(\d+|\?)").all() and pub["Source"].str.startswith("http").all()
 
 
@@ -115,7 +119,8 @@ def test_gpus_page_states_gpus_per_server_and_the_ratio_per_gpu():
 
 def test_data_page_gives_gpus_per_server_not_a_zero_gpu_count():
     runs = open_page("views/datasets.py").dataframe[0].value
-    assert runs["GPUs"].isna().all() and runs["GPUs per server"].str.contains("MI300X ×").all()
+    with_cells = runs[runs["Cells"] > 0]  # the per-position import run holds rates of the cells run, no cells
+    assert runs["GPUs"].isna().all() and with_cells["GPUs per server"].str.contains("MI300X ×").all()
 
 
 def test_explore_overlay_keeps_the_measured_scale_and_names_what_it_leaves_out():
@@ -127,3 +132,24 @@ def test_explore_overlay_keeps_the_measured_scale_and_names_what_it_leaves_out()
     drawn = [r["value"] for r in rows if r.get("kind") == "published"]
     assert all(lo - (hi - lo) <= v <= hi + (hi - lo) for v in drawn)
     assert any(c.value.startswith("Not drawn:") for c in at.caption)
+
+
+def test_explore_shows_the_published_per_position_acceptance():
+    """The published cells (load not stated) are one load choice away: their per-position acceptance, one facet
+    row per model · dataset, with the post's own figures."""
+    import csv
+
+    from tests.conftest import REPO
+
+    at = open_page("views/explore.py", {"gpu": "MI300X", "conc": "load not stated", "meth": "mtp"})
+    charts_ = chart_specs(at)
+    pos = next(c for c in charts_ if any("position" in r for r in c["rows"]))
+    rows = [r for r in pos["rows"] if r.get("model") == "Qwen/Qwen3.5-122B-A10B" and r.get("dataset") == "GSM8K"
+            and r.get("depth") == 7]
+    with open(REPO / "data" / "published" / "vllm-amd-2026-08" / "positions.csv", newline="", encoding="utf-8") as fh:
+        want = {int(r["position"]): float(r["acceptance_rate"]) for r in csv.DictReader(fh)
+                if r["model"] == "Qwen/Qwen3.5-122B-A10B" and r["dataset"] == "GSM8K" and r["method"] == "mtp"
+                and r["depth"] == "7"}
+    assert len(want) == 7 and {r["position"]: r["acceptance"] for r in rows} == want
+    assert {r["row"] for r in rows} == {"Qwen3.5-122B-A10B · GSM8K"}
+    assert pos["spec"]["facet"]["row"]["field"] == "row"

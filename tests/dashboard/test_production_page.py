@@ -27,7 +27,7 @@ def page(prod_db: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_drifted_segment_shows_its_new_winner_band_and_annotations(page) -> None:
     at = page({"seg": "acme/code", "win": "300"})
-    assert any("now wins clearly" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("is now the clear pick" in e.value for e in at.error), [e.value for e in at.error]
     (chart,) = [c for c in chart_specs(at) if any("band_low" in r for r in c["rows"])]
     rows = [r for r in chart["rows"] if "band_low" in r]
     assert len(rows) >= 3 and all(r["band_low"] <= r["expected"] <= r["band_high"] for r in rows)
@@ -45,7 +45,7 @@ def test_drifted_segment_shows_its_new_winner_band_and_annotations(page) -> None
 def test_ab_segment_names_the_winner_and_per_position_is_on_demand(page) -> None:
     at = page({"seg": "globex/chat", "pos": "1"})
     text = " ".join(m.value for m in at.markdown)
-    assert "Winner: ab-b" in text and "p99_tpot_ms" in text
+    assert "Clear: ab-b" in text and "p99_tpot_ms" in text
     specs = chart_specs(at)
     assert any(any("position" in r for r in c["rows"]) for c in specs)
     assert any(any(r.get("arm") == "B" for r in c["rows"]) for c in specs)

@@ -69,12 +69,15 @@ def test_winners_report_pdf_carries_every_command_and_the_unicode_names(unicode_
     assert "Question" in pages[0] and "Answer" in pages[0] and commands_in(pages[0]).count("vllm serve ") >= 1
     for c in doc["cells"]:  # every answer's whole deploy command, every group's name, as written
         assert _recommended(c) in whole
-        assert f"MI355X · {c['family']} · {c['workload']}" in whole
+        # the model names the group (a longer name than the family's: the cell may wrap it)
+        assert f"MI355X · {c['model'].rsplit('/', 1)[-1]} · {c['workload']}" in " ".join(whole.split())
         w = c["winner"]
         assert (f"{w['method']}·{w['depth']}" if w["method"] != "none" else "none") in whole
-    assert "SLO" not in whole and "Figure 1. MI355X winners — the sensible pick per model family" in whole
+    assert "SLO" not in whole and "Figure 1. MI355X winners — the pick per model × workload" in whole
     flat = " ".join(whole.split())  # a narrow column wraps its title
-    assert "Model family" in flat and "Gain vs none (%)" in flat and "gain_vs_none_pct" not in flat
+    # the gain only with its certainty (one vocabulary), the verdict and pick with its chance
+    assert "Model family" in flat and "Pick vs none [95 % interval]" in flat and "gain_vs_none_pct" not in flat
+    assert "Verdict · pick (p)" in flat
 
 
 def test_winners_report_html_has_the_same_structure(unicode_doc):

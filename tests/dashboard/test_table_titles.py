@@ -81,18 +81,21 @@ def shown_text(at: AppTest) -> str:
     return "\n".join(parts)
 
 
+PER_GPU = ("Winner on ", "Best on ", "Pick on ", "Verdict on ", "Verdict · pick (p) on ")  # GPUs page's own titles
+
+
 def check_table(frame: pd.DataFrame, where: str) -> None:
     machine = [c for c in frame.columns if MACHINE.fullmatch(str(c)) or "_" in str(c)]
     assert not machine, f"{where}: machine column names on screen: {machine} (all: {list(frame.columns)})"
     # every title is written in the one mapping (analysis.labels), not made up by the fallback
-    unmapped = [c for c in map(str, frame.columns) if c not in KNOWN and not c.startswith("Winner on ")
+    unmapped = [c for c in map(str, frame.columns) if c not in KNOWN and not c.startswith(PER_GPU)
                 and not (c.endswith((" in A", " in B")) and c[:-5] in KNOWN)]  # a view's own: "p99 TTFT (ms) in A"
     assert not unmapped, f"{where}: columns without a title in analysis.labels.COLUMN_TITLES: {unmapped}"
     for c in frame.columns:
         cells = [v for v in frame[c].tolist() if isinstance(v, str)]
         old = [v for v in cells if re.search(OLD_NOTATION, v)]
         assert not old, f"{where}: column {c!r} has the retired notation: {old[:3]}"
-        if c in CANDIDATE_TITLES or str(c).startswith("Winner on "):
+        if c in CANDIDATE_TITLES or str(c).startswith(("Winner on ", "Best on ", "Pick on ")):
             bad = [v for v in cells if not re.fullmatch(CANDIDATE_PATTERN, v)]
             assert not bad, f"{where}: column {c!r} holds cells outside the notation: {bad[:3]}"
         if str(c).endswith(("(%)", "(ms)", "(tok/s)", "(req/s)")) and frame[c].notna().any():

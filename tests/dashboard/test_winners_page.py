@@ -39,7 +39,7 @@ def test_renders_one_heatmap_per_gpu_with_the_simulated_banner():
     assert [t.split(" · ")[0] for t in titles] == ["MI300X", "MI355X"]
     assert any("Simulated data on screen" in w.value for w in at.warning)
     labels = heatmap_labels(specs(at)[0])
-    assert len(labels) >= 2 and any("vs none" in lab for lab in labels)
+    assert len(labels) >= 2 and all("\npick " in lab for lab in labels)  # verdict, then the pick (p …)
     # the colour scale is the app's fixed palette, not Vega's default
     layers = specs(at)[0]["spec"]["layer"]
     rng = next(s for s in layers if "color" in s.get("encoding", {}))["encoding"]["color"]["scale"]
@@ -69,8 +69,8 @@ def test_gpu_and_family_filters_shrink_the_view():
 def test_ties_are_drawn_and_named():
     at = open_page(query={"conc": "1"})
     labels = set().union(*(heatmap_labels(s) for s in specs(at)[:2]))
-    ties = [lab for lab in labels if lab.startswith("TIE")]
-    assert ties and all("tied)\npick " in t for t in ties)  # plain words: how many, and the sensible pick
+    ties = [lab for lab in labels if lab.startswith(("tie\n", "equivalent\n"))]
+    assert ties and all("\npick " in t and " (p " in t for t in ties)  # the verdict, the pick and its chance
     assert any("without a clear winner" in e.label and "sensible pick" in e.label for e in at.expander)
     tie_lines = [m.value for m in at.markdown if "— pick " in m.value]
     assert tie_lines and all(" and " in m or "," in m for m in tie_lines)
@@ -105,7 +105,7 @@ def test_bad_query_params_warn_and_fall_back(bad: str):
 def test_drilldown_from_the_selectbox_and_from_the_url():
     at = open_page(query={"conc": "1"})
     n = len(specs(at))
-    at.selectbox(key="winners.cell").set_value("MI355X|Qwen|code").run()
+    at.selectbox(key="winners.cell").set_value("MI355X|Qwen|code|Qwen/Qwen3.5-397B-A17B|").run()
     assert not at.exception
     drill = specs(at)[n:]
     assert len(drill) == 4  # candidates, cumulative and conditional positions, latency distribution
@@ -114,10 +114,11 @@ def test_drilldown_from_the_selectbox_and_from_the_url():
     # every candidate of the default data has replicates, so every one has an interval, around its point
     assert all(r["ci_low"] is not None and r["ci_high"] is not None for r in cand_rows)
     assert all(r["ci_low"] < r["value"] < r["ci_high"] for r in cand_rows)
-    assert any("MI355X · Qwen · code" in m.value for m in at.markdown)
+    assert any("MI355X · Qwen3.5-397B-A17B · code · c=1" in m.value for m in at.markdown)
     command = at.code[0].value  # the winner as a full deploy command
     assert command.startswith("vllm serve Qwen/") and "--tensor-parallel-size" in command
     assert any("Depth schedule per batch size" in m.value for m in at.markdown)
+    # an older link (GPU|family|workload) still opens the one model's group it names
     restored = open_page(query={"conc": "1", "cell": "MI355X|Qwen|code", "dlat": "ttft_ms"})
     assert len(specs(restored)) == n + 4
     assert "TTFT" in title(specs(restored)[-1])
@@ -164,20 +165,22 @@ def test_a_winner_at_the_edge_of_the_depth_grid_is_labelled_and_explained(defaul
             spec = json.dumps(next(ch["spec"] for ch in charts_ if any(
                 (r.get("gpu"), r.get("family"), r.get("workload")) in flagged for r in ch["rows"])))
             assert '"title": "depth grid"' in spec and EDGE_LABEL in spec  # tooltip field and the key's line
-            assert any(f"{len(flagged)} winner(s) at the edge of the depth grid" in e.label for e in at.expander)
+            edge = f"{len(flagged)} cell(s) whose best point estimate is at the edge of the depth grid"
+            assert any(edge in e.label for e in at.expander)
         assert all(r["whole_window"] for r in rows.values())  # the whole-window figure in the tooltip
     assert seen, "the default data has winners at the edge of its depth grid"
 
 
 def test_landing_shows_every_load_at_once_with_the_clis_summary(default_db):
     """Without any interaction: one across-load chart per GPU holding every measured load, and the summary
-    sentence is the CLI's (``python -m analysis winners --json`` over all loads, ``summary.text``)."""
+    sentence is the CLI's (``python -m analysis winners --json`` over all loads, ``summary.text``) for the simulated
+    part it sits above (the published rows have their own table and sentence)."""
     from tests.conftest import cli
 
     at = open_page()
     charts_ = across_load(at)
     assert [title(c).split(" · ")[0] for c in charts_] == ["MI300X", "MI355X"]
-    doc = json.loads(cli("analysis", "winners", "--db", str(default_db), "--json").stdout)
+    doc = json.loads(cli("analysis", "winners", "--db", str(default_db), "--backend", "sim", "--json").stdout)
     loads = sorted({c["concurrency"] for c in doc["cells"]})
     for ch in charts_:
         gpu = title(ch).split(" · ")[0]
@@ -185,7 +188,8 @@ def test_landing_shows_every_load_at_once_with_the_clis_summary(default_db):
         want = {(c["family"], c["workload"], c["concurrency"]): c["pick"]["label"] for c in doc["cells"]
                 if c["gpu"] == gpu}
         assert {(r["family"], r["workload"], r["concurrency"]): r["pick"] for r in ch["rows"]} == want
-    assert [i.value for i in at.info] == [doc["summary"]["text"]]
+    assert [i.value for i in at.info] == [doc["summary"]["answer"]]  # the plain answer first
+    assert any(c.value == doc["summary"]["text"] for c in at.caption)  # then the figures
     # the single-load view is one click away
     at.button(key="winners.open.16").click().run()
     assert [t.split(" · ")[0] for t in heatmap_titles(at)] == ["MI300X", "MI355X"]
@@ -227,3 +231,49 @@ def test_no_old_notation_in_specs_or_exports(query):
     assert not re.search(OLD_NOTATION, csv)
     assert "_" not in header and "Model family" in header
     assert pl.read_csv(io.BytesIO(csv.encode())).height == frame.height
+
+
+def _published_table(at):
+    return next(df.value for df in at.dataframe if "Best (point estimate)" in df.value.columns)
+
+
+def test_landing_page_shows_the_published_winners_with_no_interaction():
+    """Opened as is (no click, no URL): the post's models, one row per model × dataset with the best method on
+    its own figures, the source named, "load not stated"; the simulated banner is below, on the simulated part."""
+    import csv
+
+    from tests.conftest import REPO
+
+    at = open_page()
+    table = _published_table(at)
+    with open(REPO / "data" / "published" / "vllm-amd-2026-08" / "cells.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    models = {r["model"].rsplit("/", 1)[-1] for r in rows}
+    best: dict[tuple[str, str], tuple[float, str]] = {}
+    for r in rows:
+        key = (r["model"].rsplit("/", 1)[-1], r["dataset"])
+        if key not in best or float(r["output_tok_s"]) > best[key][0]:
+            best[key] = (float(r["output_tok_s"]), f"{r['method']}·{r['depth']}")
+    shown = {(m, d): b for m, d, b in zip(table["Model"], table["Dataset"], table["Best (point estimate)"],
+                                          strict=True)}
+    assert set(table["Model"]) == models and len(shown) == 28
+    assert shown == {k: v[1] for k, v in best.items()}
+    assert set(table["Load"]) == {"load not stated"}
+    url = "https://vllm.ai/blog/2026-08-23-speculative-decoding-amd-gpus"
+    assert set(table["Source"]) == {url}
+    assert any(url in m.value and "load not stated" in m.value for m in at.markdown)
+    # the banner is on the page (simulated loads below) but the published section comes first, outside it
+    headers = [h.value for h in at.subheader]
+    assert headers[:2] == ["Published results: the best method per model × dataset", "Simulated loads"]
+    assert any("Simulated data on screen" in w.value for w in at.warning)
+    assert not any("not stated" in str(r.get("concurrency")) for c in across_load(at) for r in c["rows"])
+
+
+def test_heatmap_rows_name_the_model():
+    at = open_page(query={"conc": "1"})
+    rows = {r["row"] for r in specs(at)[0]["rows"] if r.get("row")}
+    y = next(s for s in specs(at)[0]["spec"]["layer"] if "y" in s.get("encoding", {}))["encoding"]["y"]
+    assert y["field"] == "row" and set(y["sort"]) == rows
+    assert rows and all("/" not in r for r in rows)  # the model's own name, without its organisation
+    models = {r["model"].rsplit("/", 1)[-1] for r in specs(at)[0]["rows"]}
+    assert rows == models  # simulated cells have no dataset: one row per model

@@ -42,8 +42,8 @@ def test_click_a_cell_over_altairs_row_limit(big_page, big_url: str):
     page.goto(f"{big_url}/?gpu=MI300X&conc=1")
     page.locator(f"{CHART} svg").first.wait_for()
     n_before = page.locator(CHART).count()
-    page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='workload: code; family: Qwen']").first.click()
-    page.get_by_text("MI300X · Qwen · code · concurrency 1").wait_for()
+    page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='workload: code; row: Qwen3.5-397B-A17B']").first.click()
+    page.get_by_text("MI300X · Qwen3.5-397B-A17B · code · c=1").last.wait_for()  # the drill-down header
     expect(page.locator(CHART)).to_have_count(n_before + 4, timeout=60_000)
     page.locator(f"{CHART} svg text", has_text="Request E2E distribution").first.wait_for()
     assert page.locator("[data-testid='stException']").count() == 0

@@ -124,9 +124,9 @@ def test_production_page_shows_acceptance_band_and_recommendation(page, prod_url
     rec = main.locator("[data-testid='stAlert']", has_text="acme/code").first
     text = rec.inner_text()
     assert "runs mtp·3" in text or "(mtp·3)" in text, text
-    assert "now wins clearly" in text or "no change" in text, text
+    assert "is now the clear pick" in text or "no change" in text, text
     assert "none:0" not in text and "``" not in text, text  # the baseline is named, not an empty command
-    if "now wins clearly" in text:
+    if "is now the clear pick" in text:
         assert "Deploy: \n" not in text and re.search(r"Deploy: \S", text) and "speculative-config" in text, text
     _no_exception(page)
 

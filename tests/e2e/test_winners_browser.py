@@ -51,12 +51,13 @@ def test_change_metric_updates_view_and_url(page, base_url):
 def test_click_a_heatmap_cell_shows_its_detail(page, base_url):
     _open(page, base_url, "?gpu=MI300X&conc=1")
     n_before = page.locator(CHART).count()
-    # Vega draws the heatmap as SVG with an aria-label per cell (its tooltip text): click Qwen × code
-    page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='workload: code; family: Qwen']").first.click()
-    page.get_by_text("MI300X · Qwen · code · concurrency 1").wait_for()
+    # Vega draws the heatmap as SVG with an aria-label per cell (its tooltip text): click Qwen3.5-397B × code
+    page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='workload: code; row: Qwen3.5-397B-A17B']").first.click()
+    page.get_by_text("MI300X · Qwen3.5-397B-A17B · code · c=1").last.wait_for()  # the drill-down's header (the
+    # tie list above names the same group)
     # candidates, cumulative and conditional positions, latency distribution
     expect(page.locator(CHART)).to_have_count(n_before + 4, timeout=60_000)
-    page.wait_for_url(re.compile(r"cell=MI300X(%7C|\|)Qwen(%7C|\|)code"))  # the link reproduces the drill-down
+    page.wait_for_url(re.compile(r"cell=MI300X(%7C|\|)Qwen(%7C|\|)code(%7C|\|)Qwen"))  # the link reproduces it
 
 
 def test_downloads_png_and_reports(page, base_url):
@@ -79,9 +80,12 @@ def test_landing_shows_every_load_and_the_clis_summary_without_interaction(page,
     drawn SVG), each cell naming its pick, and the summary sentence equal to the CLI's over all loads."""
     from tests.conftest import cli
 
-    doc = json.loads(cli("analysis", "winners", "--db", str(default_db), "--json").stdout)
+    # the simulated part: the published cells (load not stated) have their own table above, with its source
+    doc = json.loads(cli("analysis", "winners", "--db", str(default_db), "--backend", "sim", "--json").stdout)
     loads = sorted({c["concurrency"] for c in doc["cells"]})
     _open(page, base_url)
+    page.get_by_text("Published results: the best method per model × dataset").wait_for()
+    page.get_by_text("https://vllm.ai/blog/2026-08-23-speculative-decoding-amd-gpus").first.wait_for()
     charts = page.locator(CHART)
     expect(charts.filter(has_text="sensible pick at every load")).to_have_count(2, timeout=60_000)
     for gpu in ("MI300X", "MI355X"):
@@ -90,8 +94,13 @@ def test_landing_shows_every_load_and_the_clis_summary_without_interaction(page,
         assert all(f"c = {c}" in texts for c in loads), texts
         picks = {c["pick"]["label"] for c in doc["cells"] if c["gpu"] == gpu}
         assert picks <= set(texts), picks - set(texts)
-    banner = page.locator("[data-testid='stAlert'] [data-testid='stMarkdownContainer']", has_text="cells (").first
-    assert " ".join(banner.inner_text().split()) == " ".join(doc["summary"]["text"].replace("`", "").split())
+    # the page opens with the plain answer (analysis.glance over the simulated part), then the CLI's figures
+    from analysis.glance import split_published, summary
+
+    answer = summary(split_published({k: v for k, v in doc.items() if k != "summary"})[1])
+    banner = page.locator("[data-testid='stAlert'] [data-testid='stMarkdownContainer']").first
+    assert " ".join(banner.inner_text().split()) == " ".join(answer["answer"].split())
+    page.get_by_text(answer["text"].replace("`", "")[:60]).first.wait_for()
     # the single-load view is one click away
     page.get_by_role("button", name="c = 16").click()
     page.wait_for_url(re.compile(r"conc=16"))

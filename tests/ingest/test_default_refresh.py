@@ -54,14 +54,19 @@ def built(tmp_path: Path, small_default: tuple[Path, Path]) -> tuple[Path, Path]
     return path, folder
 
 
-def _sum(path: Path, where: str = "run_id <> 'mine'") -> tuple:
+SIMULATED = "run_id <> 'mine' AND run_id IN (SELECT run_id FROM runs WHERE backend = 'sim')"
+PUBLISHED = "run_id IN (SELECT run_id FROM runs WHERE backend = 'import')"  # data/published/, imported at build
+
+
+def _sum(path: Path, where: str = SIMULATED) -> tuple:
     with store.session(path, read_only=True) as con:
         return sql.one(con, f"SELECT count(*), round(sum(output_throughput), 6) FROM cells WHERE {where}")
 
 
 def test_changed_default_data_replaces_the_default_runs_and_keeps_the_users(built):
     path, folder = built
-    before, mine = _sum(path), _sum(path, "run_id = 'mine'")
+    before, mine, published = _sum(path), _sum(path, "run_id = 'mine'"), _sum(path, PUBLISHED)
+    assert published[0] == 352  # the post's 324 cells and 28 baselines, beside the simulated runs
     assert not default_data.refresh_if_stale(path, folder)  # freshly built: nothing to do
     cells = pl.read_parquet(folder / "cells.parquet")
     cells.with_columns(pl.col("output_throughput") * 2).write_parquet(folder / "cells.parquet")
@@ -69,6 +74,7 @@ def test_changed_default_data_replaces_the_default_runs_and_keeps_the_users(buil
     after = _sum(path)
     assert after[0] == before[0] and after[1] == pytest.approx(2 * before[1], rel=1e-6)
     assert _sum(path, "run_id = 'mine'") == mine
+    assert _sum(path, PUBLISHED) == published  # replaced by the same rows, never doubled
     assert not default_data.refresh_if_stale(path, folder)  # once
 
 
@@ -99,7 +105,8 @@ def test_opening_the_default_path_refreshes_it(built, monkeypatch):
     runs = pl.read_parquet(folder / "runs.parquet")
     runs.with_columns(pl.lit("regenerated").alias("notes")).write_parquet(folder / "runs.parquet")
     with store.session(None, read_only=True) as con:
-        notes = {r[0] for r in con.execute("SELECT notes FROM runs WHERE run_id <> 'mine'").fetchall()}
+        notes = {r[0] for r in con.execute("SELECT notes FROM runs WHERE run_id <> 'mine' AND backend = 'sim'")
+                 .fetchall()}
     assert notes == {"regenerated"}
 
 
@@ -118,3 +125,22 @@ def test_a_store_held_by_another_process_is_left_as_it_is_with_a_note(built, cap
         holder.kill()
         holder.wait()
     assert default_data.refresh_if_stale(path, folder)  # the next start does it
+
+
+def test_a_changed_published_table_refreshes_its_runs(built, tmp_path, monkeypatch):
+    """The shipped published tables are default data too: a changed file replaces their runs, once."""
+    from ingest import published_default
+
+    path, folder = built
+    root = tmp_path / "published"
+    shutil.copytree(published_default.PUBLISHED_DIR, root)
+    monkeypatch.setattr(published_default, "PUBLISHED_DIR", root)
+    assert not default_data.refresh_if_stale(path, folder)  # new mtimes, the same bytes: nothing to do
+    before = _sum(path, PUBLISHED)
+    cells = root / "vllm-amd-2026-08" / "cells.csv"
+    text = cells.read_text(encoding="utf-8")
+    cells.write_text(text.replace(",2.54,5945,2344,", ",2.56,6001,2344,", 1), encoding="utf-8")  # a corrected figure
+    assert default_data.refresh_if_stale(path, folder)
+    after = _sum(path, PUBLISHED)
+    assert after[0] == before[0] == 352 and after[1] == pytest.approx(before[1] + 56)  # replaced, not added
+    assert not default_data.refresh_if_stale(path, folder)

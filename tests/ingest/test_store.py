@@ -149,3 +149,35 @@ def test_every_store_connection_has_the_progress_bar_off(tmp_path):
             assert sql.one(con, "SELECT current_setting('enable_progress_bar')")[0] is False
     with store.connect(path, read_only=True) as con:
         assert sql.one(con, "SELECT current_setting('enable_progress_bar')")[0] is False
+
+
+def test_a_version_3_store_upgrades_to_load_not_stated(tmp_path):
+    """Schema 4: cells.concurrency nullable, dataset and source_url columns; an old import's 0 (= not stated)
+    becomes NULL, a measured cell's load is kept."""
+    path = tmp_path / "v3.duckdb"
+    published = CellKey("mtp", 3, "Qwen", KEY.model, "code", "MI300X", 0)
+    with store.session(path) as con:
+        store.write_cell(con, "measured", KEY, _requests(), window_s=5.0, gpu_count=1)
+        store.write_run(con, RunInfo(run_id="import-x", backend="import", source="p.csv", importer="published_csv"))
+        store.write_cell(con, "import-x", published, pl.DataFrame(), window_s=None, gpu_count=0)
+        for column in ("dataset", "source_url"):  # back to what v3 wrote
+            con.execute(f"ALTER TABLE cells DROP COLUMN {column}")
+        con.execute("ALTER TABLE cells ALTER COLUMN concurrency SET NOT NULL")
+        con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    store._ENSURED.clear()
+    with store.session(path, read_only=True) as con:
+        got = dict(con.execute("SELECT run_id, concurrency FROM cells").fetchall())
+        nullable = con.execute("SELECT is_nullable FROM duckdb_columns() WHERE table_name = 'cells' "
+                               "AND column_name = 'concurrency'").fetchall()[0][0]
+        cols = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'cells'")
+                .fetchall()}
+    assert got == {"measured": 16, "import-x": None} and nullable
+    assert {"dataset", "source_url"} <= cols
+
+
+def test_dataset_and_load_not_stated_in_the_cell_id():
+    assert CellKey("mtp", 3, "Qwen", KEY.model, "code", "MI300X", 16, dataset=None).cell_id == CellKey(
+        "mtp", 3, "Qwen", KEY.model, "code", "MI300X", 16).cell_id  # unset dataset: every old id unchanged
+    ids = {CellKey("mtp", 3, "Qwen", KEY.model, "code", "MI300X", c, dataset=d).cell_id
+           for c in (None, 0, 16) for d in (None, "HumanEval", "MBPP")}
+    assert len(ids) == 9

@@ -139,6 +139,13 @@ def published_whitespace_lines(path: Path) -> Path:
     return src
 
 
+def published_cells_whitespace_lines(path: Path) -> Path:
+    src = REPO / "data" / "published" / "vllm-amd-2026-08" / "cells.csv"
+    header, *rows = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    _write_padded(path, header + "".join(rows[:5]), " " * 1023 + "\n", "".join(rows[5:]))
+    return src
+
+
 CASES: dict[str, tuple[str, Callable[[Path], Path], dict[str, str]]] = {
     "vllm_bench: whitespace inside the document": ("bench.json", vllm_whitespace_inside, {}),
     "vllm_bench: blank lines between --append-result records": ("bench.jsonl", vllm_jsonl_blank_lines, {}),
@@ -151,6 +158,7 @@ CASES: dict[str, tuple[str, Callable[[Path], Path], dict[str, str]]] = {
     "guidellm: per-request samples": ("benchmarks.json", guidellm_request_samples,
                                       {**SETS, "method": "eagle3", "depth": "3"}),
     "published_csv: whitespace-only lines": ("published.csv", published_whitespace_lines, {}),
+    "published_cells: whitespace-only lines": ("cells.csv", published_cells_whitespace_lines, {}),
 }
 
 

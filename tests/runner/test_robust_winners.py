@@ -19,8 +19,9 @@ from ingest import sql, store
 @pytest.fixture(scope="module")
 def loaded(default_db):
     with store.session(default_db, read_only=True) as con:
-        cells = frames.cells(con, frames.Filters())
-        doc = winners.winners(con, "output_throughput")
+        sim = frames.Filters(backends=("sim",))  # the simulated matrix (the store also ships published cells)
+        cells = frames.cells(con, sim)
+        doc = winners.winners(con, "output_throughput", sim)
         model = frames.model_factors(con, cells, "output_throughput")
         reps = frames.replicates(con, cells, get_metric("output_throughput").value_column)
         n_draw_cells = sql.one(con, "SELECT count(DISTINCT cell_id) FROM model_draws")[0]
@@ -47,7 +48,7 @@ def test_clear_winners_are_best_in_95_percent_of_the_joint_draws(loaded, capsys)
         assert not np.allclose((reps / model[:, : reps.shape[1]])[spec], reps[spec], equal_nan=True)
     for c in clear:
         grp = cells.with_row_index("_i").filter(
-            (pl.col("gpu") == c["gpu"]) & (pl.col("family") == c["family"]) & (pl.col("workload") == c["workload"])
+            (pl.col("gpu") == c["gpu"]) & (pl.col("model") == c["model"]) & (pl.col("workload") == c["workload"])
             & (pl.col("concurrency") == c["concurrency"]))
         w = key[(c["run_id"], c["cell_id"])]
         others = [i for i in grp["_i"].to_list() if i != w and np.isfinite(values[i])]

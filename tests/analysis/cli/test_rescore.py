@@ -56,7 +56,7 @@ def test_stored_trace_by_id_and_the_table_output(default_db, tmp_path):
     (["--default", "mtp:0"], "--default"),
     (["--default", "warp:3"], "unknown method"),
     (["--concurrency", "-4"], "--concurrency"),
-    (["--family", "Nope"], "no simulated cells"),
+    (["--family", "Nope"], "no simulated or measured cells"),
     (["--draft-model", "eagle3"], "--draft-model"),
     (["--metric", "acceptance_rate"], "invalid choice"),
 ])

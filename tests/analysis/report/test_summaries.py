@@ -11,6 +11,7 @@ from analysis import frames
 from analysis.report import filters, traffic, winners
 from analysis.report.document import candidate, joined, shell_lines
 from analysis.rescore import RescoreOptions, rescore
+from analysis.vocabulary import cell_words
 from analysis.winners import winners as winners_doc
 from ingest import store
 from ingest.traces import read_trace
@@ -37,8 +38,13 @@ def test_winners_summary_answers_every_group_with_its_command_and_interval(con):
         assert a.candidate == ("none" if rec["method"] == "none" else f"{rec['method']}·{rec['depth']}")
         deploy = c["deploy"] if c["verdict"] == "clear" else c["pick"]["deploy"]
         assert a.command == deploy["command"] and a.command.startswith("vllm serve ")
-        assert a.group == f"{c['gpu']} · {c['family']} · {c['workload']}"
-        assert a.confidence.startswith("clear winner") if c["verdict"] == "clear" else a.confidence == c["tie_text"]
+        model = c["model"].rsplit("/", 1)[-1]  # the model names the group (a group never mixes models)
+        assert a.group == f"{c['gpu']} · {model} · {c['workload']}"
+        # the one vocabulary first (the same words as the pages), then the verdict in words
+        head = cell_words(c).headline + "; "
+        assert a.confidence.startswith(head)
+        rest = a.confidence.removeprefix(head)
+        assert rest.startswith("clear winner") if c["verdict"] == "clear" else rest.startswith(c["tie_text"])
         if w["method"] != "none":  # the paired-bootstrap interval of the gain over none, in words
             lo, hi = c["gain_vs_none_ci_pct"]
             assert lo <= c["gain_vs_none_pct"] <= hi
@@ -97,4 +103,4 @@ def test_a_tie_recommends_the_documents_pick_with_the_picks_own_command(con):
     old = {k: v for k, v in tie.items() if k not in ("pick", "verdict", "tie_text")}
     b = winners.summary({**doc, "cells": [old]}, "x", 16).answers[0]
     assert b.candidate == candidate(tie["winner"]["method"], tie["winner"]["depth"])
-    assert b.confidence.startswith("tie with")
+    assert b.confidence.startswith(f"tie · pick {b.candidate} (p ") and "; tie with" in b.confidence

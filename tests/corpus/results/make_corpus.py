@@ -263,6 +263,44 @@ def exports() -> None:
     case("folder_without_cells", 0, "a folder without cells.parquet")
 
 
+def published_cells() -> None:
+    """The published per-cell table (data/published/vllm-amd-2026-08) and its per-position file, each broken."""
+    folder = HERE.parents[2] / "data" / "published" / "vllm-amd-2026-08"
+    cells = (folder / "cells.csv").read_text(encoding="utf-8").splitlines()[:9]
+    header = cells[0].split(",")
+    at = {h: i for i, h in enumerate(header)}
+
+    def changed(line: str, col: str, value: str) -> str:
+        import csv
+        import io
+
+        row = next(csv.reader([line]))
+        row[at[col]] = value
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="").writerow(row)
+        return buf.getvalue()
+
+    for name, row, col, value, contains in (
+        ("published_cells_text_tok_s.csv", 4, "output_tok_s", "fast", "output_tok_s 'fast' is not a number"),
+        ("published_cells_rate_above_one.csv", 6, "acceptance_rate", "1.4", "acceptance_rate '1.4' outside 0–1"),
+        ("published_cells_load_zero.csv", 3, "concurrency", "0", "concurrency '0' is not a whole number ≥ 1"),
+        ("published_cells_depth_range.csv", 8, "depth", "3-8", "depth '3-8' is not a whole number of 1–64"),
+    ):
+        lines = list(cells)
+        lines[row - 1] = changed(lines[row - 1], col, value)
+        write(name, "\n".join(lines) + "\n")
+        case(name, row, contains)
+    write("published_cells_ragged_row.csv", "\n".join([*cells[:4], cells[4] + ",extra", *cells[5:]]) + "\n")
+    case("published_cells_ragged_row.csv", 5, f"{len(header) + 1} fields, expected {len(header)}")
+    positions = (folder / "positions.csv").read_text(encoding="utf-8").splitlines()[:6]
+    write("published_positions_alone.csv", "\n".join(positions) + "\n")
+    case("published_positions_alone.csv", 0, "a per-position table is imported together with its cells table")
+    write("published_positions_orphan.csv", "\n".join([*positions[:3], positions[3].replace("gemma-4-26B", "gemma-9")])
+          + "\n")
+    case("published_positions_orphan.csv", 4, "no row of the cells table for google/gemma-9",
+         args=("data/published/vllm-amd-2026-08/cells.csv",))
+
+
 def generated() -> None:
     case("huge_sparse.json", 0, "over the 1073741824-byte import limit", generate="sparse_2gb")
     case("missing_file.json", 0, "no such file", generate="missing")
@@ -286,6 +324,7 @@ def manifest() -> str:
 if __name__ == "__main__":
     files()
     exports()
+    published_cells()
     generated()
     (HERE / "MANIFEST.toml").write_text(manifest(), encoding="utf-8")
     print(f"{len(CASES)} cases")

@@ -149,7 +149,7 @@ def test_unknown_dimensions_warn_and_set_fills_them(empty_db: Path, tmp_path: Pa
     for dim in ("method", "family", "model", "workload", "gpu", "concurrency"):
         assert any(f"{dim} not in the file" in w for w in warned), dim
     cell = _rows(empty_db, "SELECT * FROM cells")[0]
-    assert (cell["method"], cell["gpu"], cell["concurrency"]) == ("unknown", "unknown", 0)
+    assert (cell["method"], cell["gpu"], cell["concurrency"]) == ("unknown", "unknown", None)  # load not stated
     bad = cli("ingest", "results", str(LEGACY), "--db", str(empty_db), "--set", "depth=three")
     assert bad.returncode == 2 and bad.stderr.strip() == "error: --set depth=three: expected a whole number ≤ 64"
 
@@ -279,10 +279,10 @@ def test_null_max_concurrency_says_so(empty_db: Path, tmp_path: Path) -> None:
     path = tmp_path / "no_limit.json"
     path.write_text(json.dumps(doc))
     out = _import(empty_db, str(path))["files"][0]
-    assert any("'max_concurrency' is null (no client-side limit; request_rate inf); stored as 0" in w
+    assert any("'max_concurrency' is null (no client-side limit; request_rate inf); stored as load not stated" in w
                for w in out["warnings"]), out["warnings"]
     assert not any("concurrency not in the file" in w for w in out["warnings"])
-    assert _rows(empty_db, "SELECT concurrency FROM cells")[0]["concurrency"] == 0
+    assert _rows(empty_db, "SELECT concurrency FROM cells")[0]["concurrency"] is None  # load not stated
     other = tmp_path / "other.duckdb"
     again = _import(other, str(path), "--set", "concurrency=64")["files"][0]
     assert not any("max_concurrency" in w for w in again["warnings"])

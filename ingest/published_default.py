@@ -1,0 +1,70 @@
+"""The published cells the default store ships beside the simulated matrix (data/published/<source>/ folders).
+
+Each folder under ``data/published/`` is a published per-cell table with its per-position file (the shape
+:mod:`ingest.results.published_cells` reads, e.g. vLLM's AMD speculative-decoding post). Building the default
+store imports every folder through the same reader and landing as ``python -m ingest results FOLDER`` — backend
+``import``, the source URL on every cell, load not stated where the post gives none — so the landing page and
+``analysis winners --backend import`` show real, published numbers next to the simulated ones. Called by
+:mod:`ingest.default_data` when it builds or refreshes the default store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import duckdb
+
+from ingest import paths
+
+PUBLISHED_DIR = paths.DATA_DIR / "published"
+IMPORTERS = ("published_cells", "published_positions")
+
+
+def folders(root: Path | None = None) -> list[Path]:
+    """The shipped source folders (each holds a cells table), in name order."""
+    from ingest.results.published_cells import folder_files
+
+    root = PUBLISHED_DIR if root is None else root
+    return sorted(p for p in root.iterdir() if p.is_dir() and folder_files(p)) if root.is_dir() else []
+
+
+def files(root: Path | None = None) -> list[Path]:
+    """Every shipped file the import reads (what a change of the default data includes)."""
+    from ingest.results.published_cells import folder_files
+
+    return [f for d in folders(root) for f in folder_files(d)]
+
+
+def run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The store's runs imported from a shipped folder (replaced when the shipped files change)."""
+    rows = con.execute("SELECT run_id FROM runs WHERE backend = 'import' AND importer IN (SELECT unnest(?)) "
+                       "AND replace(source, '\\', '/') LIKE '%/data/published/%'", [list(IMPORTERS)]).fetchall()
+    return [r[0] for r in rows]
+
+
+def import_into(con: duckdb.DuckDBPyConnection, root: Path | None = None) -> int:
+    """Land every shipped folder in the open store (a file already there adds nothing); returns cells added."""
+    from ingest.results import read_files
+    from ingest.results.land import land
+
+    dirs = folders(root)
+    if not dirs:
+        return 0
+    return sum(r["rows"] for r in land(con, read_files(dirs)))
+
+
+def stamp_parts(root: Path | None = None) -> list[str]:
+    """Names, sizes and mtimes of the shipped files, for the default data's stamp."""
+    out = []
+    for f in files(root):
+        st = f.stat()
+        out.append(f"published/{f.parent.name}/{f.name}:{st.st_size}:{st.st_mtime_ns}")
+    return out
+
+
+def update_hash(h: hashlib._Hash, root: Path | None = None) -> None:
+    """Feed the shipped files' names and bytes to the default data's content hash."""
+    for f in files(root):
+        h.update(f"published/{f.parent.name}/{f.name}".encode())
+        h.update(f.read_bytes())
