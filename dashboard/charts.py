@@ -162,9 +162,8 @@ VERDICT_SHAPE = {"clear": "square", "equivalent": "diamond", "tie": "circle"}
 VERDICT_MARK = {"type": "point", "filled": True, "size": 70, "color": "#000000", "stroke": "#FFFFFF",
                 "strokeWidth": 1.5, "opacity": 1}
 VERDICT_LEGEND = {"orient": "right", "labelLimit": LEGEND_LABEL_LIMIT, "symbolFillColor": "#000000",
-                  "labelExpr": "datum.label == 'tie' ? 'tie (hatched: the tied methods)' : "
-                               "datum.label == 'equivalent' ? 'equivalent (hatched, within the margin)' : "
-                               "'clear (solid)'"}
+                  "labelExpr": "datum.label == 'tie' ? 'tie (hatched)' : "
+                               "datum.label == 'equivalent' ? 'equivalent (hatched)' : 'clear (solid)'"}
 MARKER_AT = 0.06  # the marker's position inside its cell (band fraction from the top-left)
 
 
@@ -242,10 +241,10 @@ def winner_heatmap(doc: dict, gpu: str, families: list[str], workloads: list[str
 def _heatmap_key(metric: str) -> list[str]:
     """The heatmap's subtitle: how to read a tie and the "% vs none" under each winner. For a lower-is-better
     metric a bare "+54 %" reads as "54 % more latency", so it says which way it goes."""
-    lines = ["clear = the best has p ≥ 0.95 (p: chance of being best) · tie / equivalent = hatched, stripes show "
-             "the tied methods",
-             "pick (p) = what we recommend (shallowest within the margin, deployed method, no drafter) and its "
-             "chance of being best; gain over none with its 95 % interval, or \"not separable from none\"",
+    lines = ["clear = the best has p ≥ 0.95 (p: chance of being best)",
+             "tie / equivalent = hatched: stripes show the tied methods",
+             "pick (p) = what we recommend (shallowest within the margin, deployed method, no drafter)",
+             "below it: the pick's gain over none with its 95 % interval, or \"not separable from none\"",
              f"{EDGE_LABEL} = the winner's depth is the deepest (or shallowest) measured for its method: "
              "one outside the grid may do better"]
     m = METRICS.get(metric)

@@ -17,8 +17,8 @@ from dashboard import charts, theme, vl
 
 SHADE = {"clear": 1.0, "equivalent": 0.75, "tie": 0.4}
 MARK = {"clear": "clear", "equivalent": "≈ equivalent", "tie": "tie"}
-SUBTITLE = ("every cell names its pick; its shade is its verdict (legend: only the verdicts drawn); the tooltip "
-            "gives the pick's chance of being best and its gain with the 95 % interval")
+SUBTITLE = ("every cell names its pick; its shade is its verdict; the tooltip gives the pick's chance of "
+            "being best and its gain with the 95 % interval")
 
 
 # field, title: the same words as the heatmap's tooltip (analysis.vocabulary)
@@ -59,9 +59,8 @@ def _states(d: pl.DataFrame) -> list[str]:
 def _opacity_legend(states: list[str]) -> dict:
     return {"orient": "right", "title": "verdict", "symbolType": "square", "symbolFillColor": theme.INK_SOFT,
             "symbolStrokeColor": theme.INK_SOFT, "labelLimit": 300,
-            "labelExpr": "datum.label == 'tie' ? 'tie (faint): the evidence cannot separate' : "
-                         "datum.label == 'equivalent' ? 'equivalent (lighter): within the margin' : "
-                         "'clear (solid)'"}
+            "labelExpr": "datum.label == 'tie' ? 'tie (faint)' : "
+                         "datum.label == 'equivalent' ? 'equivalent (lighter)' : 'clear (solid)'"}
 
 
 def _swatch_opacity(states: list[str]) -> float:

@@ -85,7 +85,7 @@ def verdict_words(r: dict, shown: int = 3) -> str:
 
 def schedule_words(svs: dict) -> str:
     """The schedule against the best static depth in words: ``a depth schedule (8 at batch 1–4, 6 at 5–32) would
-    add 1.7 % (95 % interval +0.3 to +4.7 %) over static dspark·6; we recommend static dspark·6: …``."""
+    add 1.7 % (95 % interval +0.3 to +4.7 %) against static dspark·6; we recommend static dspark·6 (…)``."""
     sched = ranges_words(svs["scheduled"]["schedule"])
     static = candidate(svs["static"]["method"], svs["static"]["depth"])
     gain, ci = svs.get("gain_pct"), svs.get("gain_ci_pct")
@@ -98,7 +98,7 @@ def schedule_words(svs: dict) -> str:
                 ", not separable from static)" if ci[0] <= 0 <= ci[1] else ")")
     chosen = (f"we recommend the schedule ({svs['rule']})" if svs["chosen"] == "scheduled" else
               f"we recommend static {static} ({svs['rule']})")
-    return f"a depth schedule for {svs['scheduled']['method']} ({sched}) {effect} over static {static}; {chosen}"
+    return f"a depth schedule for {svs['scheduled']['method']} ({sched}) {effect} against static {static}; {chosen}"
 
 
 def recommendation_words(r: dict) -> str:
@@ -107,7 +107,9 @@ def recommendation_words(r: dict) -> str:
     gain = r.get("gain_vs_default_text")
     if r.get("gain_vs_default_pct") is not None and gain != "the default is the winner":
         gain = gain_words(r["gain_vs_default_pct"], r.get("gain_ci_pct"), "your default")
-    return f"run {run}" + (f": {gain}" if gain else "") + f"; {verdict_words(r)}"
+    # on a tie the recommended configuration's own chance of being best comes with it (a clear verdict says it)
+    chance = f" (p {r['p_best']:.2f})" if not r["clear"] and r.get("p_best") is not None else ""
+    return f"run {run}{chance}" + (f": {gain}" if gain else "") + f"; {verdict_words(r)}"
 
 
 def recommendations(doc: dict) -> pl.DataFrame:

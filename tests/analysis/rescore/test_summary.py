@@ -120,15 +120,15 @@ def test_the_answer_reads_in_words_not_symbols():
     svs = {"static": {"method": "dspark", "depth": 6}, "scheduled": {"method": "dspark", "schedule": sched},
            "gain_pct": 1.7, "gain_ci_pct": [0.3, 4.7], "chosen": "static", "rule": "the schedule is chosen only when …"}
     assert schedule_words(svs) == ("a depth schedule for dspark (8 at batch 1–4, 6 at 5–32, 3 at 33–64) would add "
-                                   "1.7 % (95 % interval +0.3 to +4.7 %) over static dspark·6; we recommend static "
+                                   "1.7 % (95 % interval +0.3 to +4.7 %) against static dspark·6; we recommend static "
                                    "dspark·6 (the schedule is chosen only when …)")
     r = {"method": "dspark", "depth": 8, "schedule": sched, "gain_vs_default_pct": 19.0, "gain_ci_pct": [2.5, 31.0],
          "gain_vs_default_text": "+19 % [+2.5, +31] vs mtp·3 (default)", "clear": False, "p_best": 0.4,
          "tied": [{"method": "dspark", "depth": 8, "schedule": sched, "p_best": 0.4},
                   {"method": "dspark", "depth": 6, "schedule": None, "p_best": 0.3}]}
     text = recommendation_words(r)
-    assert text == ("run dspark with a depth schedule (8 at batch 1–4, 6 at 5–32, 3 at 33–64): +19 % over your "
-                    "default (95 % interval +2.5 to +31 %); tie with dspark·6 (p 0.30): any of them is as good")
+    assert text == ("run dspark with a depth schedule (8 at batch 1–4, 6 at 5–32, 3 at 33–64) (p 0.40): +19 % over "
+                    "your default (95 % interval +2.5 to +31 %); tie with dspark·6 (p 0.30): any of them is as good")
     assert "→" not in text and "-4" not in text
     r.update(gain_ci_pct=[-1.0, 3.0], gain_vs_default_pct=1.0, clear=True, tied=[], schedule=None)
     assert recommendation_words(r) == ("run dspark·8: not separable from your default (+1.0 %, 95 % interval -1.0 "
