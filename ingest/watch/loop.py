@@ -95,12 +95,12 @@ class Watcher:
             print(f"warning: {text}", file=sys.stderr, flush=True)
 
     def _warn_refused(self, name: str, refused: list[tuple[str, str]]) -> None:
-        """One warning per refused series and reason (not one per round: a fleet scraped every 15 s would bury
-        every other warning); the rest of the page was stored."""
+        """One warning per refused series for the watch's life (not one per round: a fleet scraped every 15 s
+        would bury every other warning, and a lying value may change every scrape); the rest of the page was
+        stored."""
         for series, why in refused:
-            kind = why.split(" ", 2)[:2]
             self.warn(f"target {name}: series {series} refused ({why}); its counter is not stored for this "
-                      "sample, the rest of the page is", once_key=f"refused:{name}:{series}:{kind}")
+                      "sample, the rest of the page is", once_key=f"refused:{name}:{series}")
 
     def stop(self, why: str) -> None:
         self.report.stopped_by = self.report.stopped_by or why
