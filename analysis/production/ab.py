@@ -185,6 +185,8 @@ def readout(iv: pl.DataFrame, hist_iv: pl.DataFrame, a: str, b: str, opts: ABOpt
 
 def histogram_intervals(hist: pl.DataFrame, iv: pl.DataFrame) -> pl.DataFrame:
     """Histogram bucket increases between consecutive samples (resets follow the samples')."""
+    if hist.height:  # a NaN bound cannot be ordered or looked up (NaN != NaN): never let one reach the pivot
+        hist = hist.filter(pl.col("le").is_not_nan())
     if hist.height == 0:
         return hist.rename({"count": "v"}) if "count" in hist.columns else hist
     return deltas.keyed_intervals(hist.rename({"count": "v"}), ["metric", "le"], iv.select("target", "ts", "reset"))

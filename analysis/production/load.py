@@ -1,6 +1,9 @@
 """Reading the watch tables (ingest/watch/) and the matching benchmark cells: the package's only SQL.
 
-A store created before the watch tables existed has none of them; it reads as empty frames.
+A store created before the watch tables existed has none of them; it reads as empty frames. A store written
+before the watch validated what it stores may hold values that lie (ingest/watch/exposition.py refuses them
+now): they read as unknown — a counter that is non-finite, negative or ≥ 2**53 as null, a histogram bucket
+whose bound is NaN (or whose count lies) not at all — so analysis skips them instead of crashing.
 """
 
 from __future__ import annotations
@@ -12,9 +15,19 @@ import polars as pl
 
 from ingest import sql
 
+MAX_COUNTER = 2**53  # as ingest/watch/exposition.MAX_COUNTER: beyond it a float counter is not a count
+COUNTER_COLS = ("drafts", "draft_tokens", "accepted_tokens", "generation_tokens", "prompt_tokens", "requests_ok")
 SAMPLE_COLS = ("target", "ts", "source", "segment", "family", "method", "depth", "gpu", "gpu_count", "workload",
                "drafts", "draft_tokens", "accepted_tokens", "generation_tokens", "prompt_tokens", "requests_ok",
                "process_start_s")
+
+
+def _sane(col: str) -> str:
+    return f"(isfinite({col}) AND {col} >= 0 AND {col} < {MAX_COUNTER})"
+
+
+def _counter(col: str) -> str:
+    return f"CASE WHEN {_sane(col)} THEN {col} END AS {col}"
 
 
 def has_watch(con: duckdb.DuckDBPyConnection) -> bool:
@@ -47,7 +60,7 @@ def samples(con: duckdb.DuckDBPyConnection, *, segments: tuple[str, ...] = (), t
     if not has_watch(con):
         return pl.DataFrame(schema={c: pl.Float64 for c in SAMPLE_COLS})
     where, params = _where(segments, targets, since, until)
-    cols = ", ".join(SAMPLE_COLS)
+    cols = ", ".join(_counter(c) if c in COUNTER_COLS else c for c in SAMPLE_COLS)
     return sql.frame(con, f"SELECT {cols} FROM watch_samples{where} ORDER BY target, ts", params)
 
 
@@ -57,6 +70,7 @@ def positions(con: duckdb.DuckDBPyConnection, targets: list[str], since: datetim
         return pl.DataFrame(schema={"target": pl.String, "ts": pl.Datetime("us"), "position": pl.Int16,
                                     "accepted": pl.Float64})
     where, params = _where((), tuple(targets), since, until)
+    where += f" AND {_sane('accepted')}"  # _where always has the target clause here
     return sql.frame(con, f"SELECT target, ts, position, accepted FROM watch_positions{where} "
                           "ORDER BY target, position, ts", params)
 
@@ -67,6 +81,7 @@ def histograms(con: duckdb.DuckDBPyConnection, targets: list[str], since: dateti
         return pl.DataFrame(schema={"target": pl.String, "ts": pl.Datetime("us"), "metric": pl.String,
                                     "le": pl.Float64, "count": pl.Float64})
     where, params = _where((), tuple(targets), since, until)
+    where += f" AND NOT isnan(le) AND le > '-inf'::DOUBLE AND {_sane('count')}"  # _where has the target clause
     return sql.frame(con, f"SELECT target, ts, metric, le, count FROM watch_histograms{where} "
                           "ORDER BY target, metric, le, ts", params)
 

@@ -7,9 +7,16 @@ takes p99s from, and ``process_start_time_seconds`` (a changed value marks a res
 summed over every other label (``model_name``, ``engine``) as the runner does (runner/vllm/metrics.py).
 
 A sample is refused whole — never stored half right — when the text does not parse, is cut off (no
-final newline: a truncated body can end inside a number), holds non-finite or negative counters, or
-contradicts vLLM's own invariants (accepted ≤ draft tokens, Σ accepted per position = accepted, the
-per-position counts not increasing with position).
+final newline: a truncated body can end inside a number), or contradicts vLLM's own invariants (accepted ≤
+draft tokens, Σ accepted per position = accepted, the per-position counts not increasing with position).
+
+A *series* that lies is refused on its own, named in :attr:`Sample.refused` (the watcher warns): a counter or
+bucket count that is non-finite, negative or ≥ :data:`MAX_COUNTER`; a histogram bucket whose ``le`` is missing,
+not a number, NaN or −Inf; a series (name + label set) that appears twice in the page (both copies — never
+summed). Since a field is a sum over series, a refused series leaves its whole field unknown for that
+sample rather than a partial sum: its counter is stored as not exported, its histogram is not stored, and
+any refused spec-decode series drops the spec-decode group (drafts, draft and accepted tokens, per
+position) together, so acceptance is never computed from counters of different completeness.
 """
 
 from __future__ import annotations
@@ -43,6 +50,10 @@ NOT_OK = ("abort", "error")  # vllm:request_success_total counts these finish re
 PROCESS_START = "process_start_time_seconds"
 VALUE_FIELDS = ("drafts", "draft_tokens", "accepted_tokens", "generation_tokens", "prompt_tokens", "requests_ok")
 MAX_POSITIONS = 64
+# Largest counter value stored: beyond 2**53 a float64 no longer holds every integer, so increases between
+# scrapes are rounding noise (and no vLLM server counts 9e15 tokens). Larger values are refused as lies.
+MAX_COUNTER = float(2**53)
+SPEC_GROUP = frozenset({*SPEC.values(), "per_pos"})
 # Only these series' lines reach the parser: a vLLM page has ~600 lines, of which ~100 are read here, and the
 # pure-Python parser costs ~30 µs a line (100 targets every 15 s must stay under 5 % of a core).
 _KEEP = ("vllm:spec_decode_num_", *(f"{n}{end}" for n in (
@@ -61,6 +72,7 @@ class Sample:
     per_pos: list[float] = field(default_factory=list)  # accepted at position 1..k (vLLM's position 0..k-1)
     histograms: dict[str, dict[float, float]] = field(default_factory=dict)  # ttft|tpot|e2e → {le: count}
     process_start_s: float | None = None
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (series, why) refused from this page
 
     @property
     def speculating(self) -> bool:
@@ -123,20 +135,42 @@ def parse(text: str, *, strict_end: bool = True) -> Sample:
     per_pos: dict[int, float] = {}
     hist: dict[str, dict[float, float]] = {}
     start = None
-    seen = False
+    refused: list[tuple[str, str]] = []
+    bad_fields: set[str] = set()  # fields with a refused series: unknown for this sample, not a partial sum
+
+    def refuse(series: str, why: str, fld: str) -> None:
+        refused.append((series, why))
+        bad_fields.add(fld)
+
     try:
-        for name, labels, v in _samples(text):
-            seen = True
+        lines = list(_samples(text))
+        counts: dict[tuple[str, frozenset], int] = {}
+        for name, labels, _v in lines:
+            k = (name, frozenset(labels.items()))
+            counts[k] = counts.get(k, 0) + 1
+        for name, labels, v in lines:
             if name.endswith("_created"):
                 continue
             if name == PROCESS_START:
-                start = v
+                if math.isfinite(v):
+                    start = v
                 continue
+            series = _show(name, labels)
+            dup = counts[(name, frozenset(labels.items()))] > 1
             if name.endswith("_bucket") and name[:-7] in HISTOGRAMS:
-                le = float(labels.get("le", "nan"))
-                h = hist.setdefault(HISTOGRAMS[name[:-7]], {})
+                key = HISTOGRAMS[name[:-7]]
+                if dup:
+                    refuse(series, "appears more than once in the page", key)
+                    continue
+                le = bucket_bound(labels.get("le"))
+                if le is None:
+                    refuse(series, f"bucket bound le={labels.get('le')!r} is not a number", key)
+                    continue
+                if (why := bad_count(v)) is not None:
+                    refuse(series, why, key)
+                    continue
+                h = hist.setdefault(key, {})
                 h[le] = h.get(le, 0.0) + v
-                _check(name, v)
                 continue
             base = _base(name)
             if base == PER_POS:
@@ -146,33 +180,76 @@ def parse(text: str, *, strict_end: bool = True) -> Sample:
                     raise BadExposition(f"{name}: position label missing or not an integer") from None
                 if not 0 <= pos < MAX_POSITIONS:
                     raise BadExposition(f"{name}: position {pos} outside [0, {MAX_POSITIONS})")
-                _check(name, v)
-                per_pos[pos] = per_pos.get(pos, 0.0) + v
+                if dup:
+                    refuse(series, "appears more than once in the page", "per_pos")
+                elif (why := bad_count(v)) is not None:
+                    refuse(series, why, "per_pos")
+                else:
+                    per_pos[pos] = per_pos.get(pos, 0.0) + v
             elif base in SPEC or base in COUNTERS:
                 if labels.get("finished_reason") in NOT_OK:
                     continue
-                _check(name, v)
                 key = SPEC.get(base) or COUNTERS[base]
-                totals[key] = totals.get(key, 0.0) + v
-        if not seen or not (totals or per_pos or hist):
-            raise BadExposition("no vLLM spec-decode or token counters in the exposition")
+                if dup:
+                    refuse(series, "appears more than once in the page", key)
+                elif (why := bad_count(v)) is not None:
+                    refuse(series, why, key)
+                else:
+                    totals[key] = totals.get(key, 0.0) + v
     except BadExposition:
         raise
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise BadExposition(f"exposition text does not parse ({' '.join(str(exc).split())[:160]})") from None
+    if bad_fields & SPEC_GROUP:
+        bad_fields |= SPEC_GROUP
+    if "tpot" in bad_fields:  # never stand the per-step series in for a refused per-request TPOT
+        bad_fields.add("tpot_step")
+    for fld in bad_fields:
+        totals.pop(fld, None)
+        hist.pop(fld, None)
+    if "per_pos" in bad_fields:
+        per_pos.clear()
+    if not lines or not (totals or per_pos or hist):
+        if refused:
+            series, why = refused[0]
+            raise BadExposition(f"every vLLM counter was refused ({len(refused)} series; first: {series}: {why})")
+        raise BadExposition("no vLLM spec-decode or token counters in the exposition")
     if "tpot" not in hist and "tpot_step" in hist:
         hist["tpot"] = hist.pop("tpot_step")
     hist.pop("tpot_step", None)
     positions = [per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)] if per_pos else []
     sample = Sample(values={k: totals.get(k) for k in VALUE_FIELDS}, per_pos=positions, histograms=hist,
-                    process_start_s=start)
+                    process_start_s=start, refused=refused)
     check_invariants(sample)
     return sample
 
 
-def _check(name: str, v: float) -> None:
+def bad_count(v: float) -> str | None:
+    """Why a counter or bucket count cannot be true (None when it can)."""
     if not math.isfinite(v) or v < 0:
-        raise BadExposition(f"{name}: counter value {v} is not a finite non-negative number")
+        return f"value {v} is not a finite non-negative count"
+    if v >= MAX_COUNTER:
+        return f"value {v:g} is beyond {MAX_COUNTER:g} (2**53), where float counters lose whole counts"
+    return None
+
+
+def bucket_bound(text: str | None) -> float | None:
+    """A bucket's upper bound, or None when it cannot order buckets (missing, not a number, NaN, −Inf)."""
+    try:
+        le = float(text) if text is not None and "_" not in text else None
+    except ValueError:
+        return None
+    return None if le is None or math.isnan(le) or le == -math.inf else le
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _show(name: str, labels: dict[str, str]) -> str:
+    """A series as one short line for a warning (label values cut, so a hostile page cannot flood stderr)."""
+    inner = ",".join(f'{k}="{_printable(v[:40])}"' for k, v in sorted(labels.items()))
+    return (f"{name}{{{inner}}}" if labels else name)[:200]
 
 
 def check_invariants(s: Sample) -> None:

@@ -94,6 +94,14 @@ class Watcher:
         if not self.opts.quiet:
             print(f"warning: {text}", file=sys.stderr, flush=True)
 
+    def _warn_refused(self, name: str, refused: list[tuple[str, str]]) -> None:
+        """One warning per refused series for the watch's life (not one per round: a fleet scraped every 15 s
+        would bury every other warning, and a lying value may change every scrape); the rest of the page was
+        stored."""
+        for series, why in refused:
+            self.warn(f"target {name}: series {series} refused ({why}); its counter is not stored for this "
+                      "sample, the rest of the page is", once_key=f"refused:{name}:{series}")
+
     def stop(self, why: str) -> None:
         self.report.stopped_by = self.report.stopped_by or why
         self._stop.set()
@@ -172,6 +180,7 @@ class Watcher:
                 if r.sample is None:
                     errors[r.target.name] = r.error or "unknown error"
                 else:
+                    self._warn_refused(r.target.name, r.sample.refused)
                     per_target.setdefault(r.target.name, []).append(
                         land.Row(r.target.name, self._resolve(r.target, r.sample), r.ts, r.sample))
             results = results[1:]

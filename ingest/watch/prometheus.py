@@ -18,7 +18,17 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from ingest.watch.exposition import COUNTERS, HISTOGRAMS, PER_POS, SPEC, BadExposition, Sample, check_invariants
+from ingest.watch.exposition import (
+    COUNTERS,
+    HISTOGRAMS,
+    PER_POS,
+    SPEC,
+    BadExposition,
+    Sample,
+    bad_count,
+    bucket_bound,
+    check_invariants,
+)
 from ingest.watch.scrape import MAX_BODY_BYTES, headers_for
 from ingest.watch.targets import Target
 
@@ -131,13 +141,23 @@ async def query_range(client: httpx.AsyncClient, target: Target, start: float, e
                     if v is None:
                         continue
                     ts = round(float(pair[0]), 3)
-                    slot = raw[inst].setdefault(ts, {"values": {}, "pos": {}, "hist": defaultdict(dict)})
+                    slot = raw[inst].setdefault(ts, {"values": {}, "pos": {}, "hist": defaultdict(dict),
+                                                     "bad_hist": set()})
+                    if qid != "start" and bad_count(v) is not None:
+                        # a lying counter is left out: a spec-decode one makes the step incomplete (dropped below)
+                        if qid.startswith("hist:"):
+                            slot["bad_hist"].add(qid[5:])
+                        continue
                     if qid == "pos":
                         slot["pos"][int(labels.get("position", -1))] = v
                     elif qid == "start":
                         slot["start"] = v
                     elif qid.startswith("hist:"):
-                        slot["hist"][qid[5:]][float(labels.get("le", "nan"))] = v
+                        le = bucket_bound(labels.get("le"))
+                        if le is None:  # NaN or no bound: the buckets cannot be ordered, the histogram is not stored
+                            slot["bad_hist"].add(qid[5:])
+                        else:
+                            slot["hist"][qid[5:]][le] = v
                     else:
                         slot["values"][qid] = v
         t = chunk_end + step
@@ -147,7 +167,9 @@ async def query_range(client: httpx.AsyncClient, target: Target, start: float, e
             if not values:
                 continue
             pos = slot["pos"]
-            hist = dict(slot["hist"])
+            hist = {k: h for k, h in slot["hist"].items() if k not in slot["bad_hist"]}
+            if "tpot" in slot["bad_hist"]:
+                hist.pop("tpot_step", None)
             if "tpot" not in hist and "tpot_step" in hist:
                 hist["tpot"] = hist.pop("tpot_step")
             hist.pop("tpot_step", None)

@@ -61,3 +61,32 @@ def test_equal_arms_tie_and_little_data_is_too_early(db: Path, tmp_path: Path) -
     lo, hi = tie["difference_ci"]
     assert lo <= 0 <= hi or abs(tie["gain_pct"]) <= 2
     assert early["verdict"] == "too_early" and "shared block" in early["why"]
+
+
+def test_a_store_holding_nan_buckets_and_lying_counters_reads_as_without_them(db: Path, tmp_path: Path) -> None:
+    """A store written before the watch refused lies (NaN bucket bounds, counters beyond 2**53) is read around
+    them: the readout equals the clean store's, with no ``KeyError: nan``."""
+    import dataclasses
+
+    _arms(db, 0.030, 0.020)
+    a = fleet.target("dep-a", "chat", "F", "ngram", 2, "g", "chat")
+    b = fleet.target("dep-b", "chat", "F", "ngram", 4, "g", "chat")
+    rows = fleet.series(a, 0.7, n=40, tpot_s=0.030, seed=1) + fleet.series(b, 0.6, n=40, tpot_s=0.020, seed=2)
+    for r in rows:
+        r.sample = dataclasses.replace(r.sample, histograms={m: {**h, float("nan"): 1e9, float("-inf"): 3.0}
+                                                             for m, h in r.sample.histograms.items()})
+    lie = rows[10]
+    lie.sample = dataclasses.replace(lie.sample, values={**lie.sample.values, "generation_tokens": 1e306,
+                                                         "requests_ok": float("inf")})
+    dirty = tmp_path / "dirty.duckdb"
+    fleet.write(dirty, rows)
+    opts = ABOptions(metric="p99_tpot_ms")
+    with store.session(db, read_only=True) as con:
+        clean = ab_report(con, ("chat",), None, None, None, None, opts)
+    with store.session(dirty, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM watch_histograms WHERE isnan(le)").fetchone()[0] == 80 * 3
+        got = ab_report(con, ("chat",), None, None, None, None, opts)
+        thr = ab_report(con, ("chat",), None, None, None, None, ABOptions(metric="output_throughput_per_gpu"))
+    assert got["verdict"] == clean["verdict"] == "winner" and got["winner"] == "dep-b"
+    assert got["a"]["metrics"]["p99_tpot_ms"] == clean["a"]["metrics"]["p99_tpot_ms"]
+    assert thr["a"]["metrics"]["output_throughput_per_gpu"]["value"] < 1e6, "the 1e306 never reaches a sum"

@@ -110,3 +110,28 @@ def test_bad_drift_and_ab_arguments_are_one_line_and_change_nothing(drift_db: Pa
     assert drift_db.stat().st_mtime_ns == before
     with store.session(drift_db, read_only=True) as con:
         assert sql.one(con, "SELECT count(*) FROM watch_samples")[0] > 0
+
+
+def test_drift_reads_around_counters_that_lie_in_an_old_store(drift_db: Path, tmp_path: Path) -> None:
+    """Finite counters near 1e306 (written before the watch refused them) read as unknown: drift decides the
+    segment as on clean data (no traceback, exit 0 or 3 — not 1), and the lying samples cost only their own
+    intervals."""
+    import dataclasses
+
+    db = tmp_path / "lies.duckdb"
+    shutil.copy(drift_db, db)
+    t = fleet.target("liar", "seg-liar", "Kimi", "dspark", 6, "MI355X", "code")
+    with store.session(db, read_only=True) as con:
+        bench = sql.one(con, "SELECT avg(acceptance_rate) FROM cells WHERE family = 'Kimi' AND gpu = 'MI355X' "
+                             "AND workload = 'code' AND method = 'dspark' AND depth = 6")[0]
+    rows = fleet.series(t, bench, seed=3)
+    for i, big in ((5, 1e306), (20, float(2**53))):
+        s = rows[i].sample
+        rows[i].sample = dataclasses.replace(s, values={k: big for k in s.values})
+    fleet.write(db, rows)
+    res = cli("analysis", "drift", "--db", str(db), "--json")
+    assert res.returncode in (0, 3), res.stderr
+    liar = next(s for s in json.loads(res.stdout)["segments"] if s["segment"] == "seg-liar")
+    assert liar["status"] == "no_change" and abs(liar["gap_pct"]) < 10
+    # 39 intervals of ~400 drafts × 6, less the four that touch a lying sample: nothing near 1e306 summed in
+    assert 30 * 400 * 6 < liar["production"]["draft_tokens"] < 40 * 400 * 6
