@@ -6,10 +6,13 @@ re-scored twice by analysis/rescore — once with the benchmark's acceptance (``
 once with the production counters (the ``--acceptance auto`` path: analysis/rescore/drift.py scales every
 candidate's acceptance by production / benchmark). The status is:
 
-* ``winner_changed`` — under production acceptance another (method, depth) wins *clearly* (the winner
-  rule's p_best ≥ 0.95 and the deployed one is not tied with it), and it is not the
-  winner under benchmark acceptance: the only drift worth an alert (exit 3);
-* ``no_change`` — the same winner, or no clear one (``clear: false`` says it is a tie);
+* ``winner_changed`` — under production acceptance the deployed (method, depth) is no longer the answer, and
+  the pick differs from the pick under benchmark acceptance: either another candidate wins *clearly* (the
+  winner rule's p_best ≥ 0.95 and the deployed one is not tied with it), or the deployed one is *clearly
+  beaten* — it is outside the tied set and the pick's gain over it has a 95 % interval above 0 — even when the
+  leaders among themselves are a tie (``clear: false``; the recommendation is then the pick of that tie). The
+  only drift worth an alert (exit 3);
+* ``no_change`` — the same pick, or the deployed one still could be best (tied, or a gain not separable from 0);
 * ``no_benchmark`` / ``no_traffic`` — nothing to compare against, or no drafted tokens in the period.
 """
 
@@ -107,7 +110,11 @@ def decide(con: duckdb.DuckDBPyConnection, group: dict, totals: dict, opts: Drif
                 "warnings": prod["warnings"]})
     if b is None or p is None:
         return {**row, "status": "no_benchmark", "why": "re-scoring found no candidate for this segment"}
-    changed = p["clear"] and not p["keep_deployed"] and (p["method"], p["depth"]) != (b["method"], b["depth"])
+    deployed_beaten = (candidate(deployed.method, deployed.depth) not in (p.get("tied") or [])
+                       and bool(p.get("gain_ci_pct")) and p["gain_ci_pct"][0] is not None and p["gain_ci_pct"][0] > 0)
+    changed = ((p["clear"] or deployed_beaten) and not p["keep_deployed"]
+               and (p["method"], p["depth"]) != (b["method"], b["depth"]))
+    row["deployed_clearly_beaten"] = deployed_beaten
     row["status"] = "winner_changed" if changed else "no_change"
     row["recommendation"] = {"method": p["method"], "depth": p["depth"], "clear": p["clear"],
                              "gain_vs_deployed_pct": p["gain_vs_deployed_pct"], "gain_ci_pct": p["gain_ci_pct"],
