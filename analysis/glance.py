@@ -104,6 +104,14 @@ def answer(doc: dict, shown: int = 3) -> str:
     return f"{on}: run {runs}{more}{tail}."
 
 
+def lead(published: dict, rest: dict) -> str:
+    """The landing page's opening answer over a store with published figures and other cells: the published
+    answer first (real numbers, said so), then the rest's (simulated or measured), each in :func:`answer`'s
+    words, so a newcomer reads what the published figures say before what the simulator suggests."""
+    parts = [answer(d) for d in (published, rest) if d.get("cells")]
+    return " ".join(parts) if parts else "No cells match these filters."
+
+
 def _not_separable(d: dict) -> bool:
     """The default cannot be told from the pick: its gain interval includes 0 (the one meaning of "not
     separable"), or — without an interval — the default is tied or equivalent."""

@@ -104,6 +104,13 @@ def glance(doc: dict) -> dict:
     return summary(doc)
 
 
+def lead_answer(published: dict, rest: dict) -> str:
+    """analysis.glance's opening answer over the published figures and the other cells (not cached, as glance)."""
+    from analysis.glance import lead
+
+    return lead(published, rest)
+
+
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def schedules_doc(path: str, st_: tuple, metric: str, f: frames.Filters, draft_models: tuple[tuple[str, str], ...] = ()
                   ) -> dict:

@@ -84,9 +84,8 @@ if pub["rows"]:
 doc = doc_all if all_loads else {**doc_all, "cells": [c for c in doc_all["cells"] if c["concurrency"] == v["conc"]]}
 widgets.banner(doc["simulated"])
 glance = data.glance(doc_all)
-# analysis.glance words the answer; a store of published figures only answers from those
-lead = glance if doc_all["cells"] or not pub_doc["cells"] else data.glance(pub_doc)
-answer_slot.info(lead["answer"], icon=":material/summarize:")
+# analysis.glance words the answer: the published figures' first, then the simulated (or measured) cells'
+answer_slot.info(data.lead_answer(pub_doc, doc_all), icon=":material/summarize:")
 st.caption(glance["text"])
 families = [x for x in dims["family"] if not v["fam"] or x in v["fam"]]
 workloads = [x for x in dims["workload"] if not v["wl"] or x in v["wl"]]

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from analysis import frames, vocabulary
-from analysis.glance import split_published, summary
+from analysis.glance import lead, split_published, summary
 from analysis.metrics import get_metric
 from analysis.winners import decide_groups, winners
 from dashboard import charts, heatmap_spec, load_strip
@@ -91,14 +91,17 @@ def _default_doc(default_db: Path) -> dict:
 
 
 def test_the_landing_page_opens_with_glances_plain_answer(default_db: Path):
-    _, rest = split_published(_default_doc(default_db))
-    expected = summary(rest)["answer"]
+    published, rest = split_published(_default_doc(default_db))
+    expected = lead(published, rest)
+    # the published figures' answer first (real numbers), then the simulated cells' (said so)
+    assert expected == f"{summary(published)['answer']} {summary(rest)['answer']}"
     at = open_page()
     assert at.info and at.info[0].value == expected
     # first on the page: right under the title, before the published table and every chart
     assert at.main[0].type == "title" or at.main[0].proto.WhichOneof("type") == "heading"
     assert at.main[1].value == expected
-    assert expected.startswith("On simulated data") and "measure before you deploy" in expected
+    assert expected.startswith("On the published figures")
+    assert "On simulated data" in expected and "measure before you deploy" in expected
     assert any(c.value == summary(rest)["text"] for c in at.caption)  # the figures follow, in small
 
 
