@@ -11,6 +11,11 @@ non-space; ``&`` of an entity; the dot of ``www.``; a block marker (``#``, ``>``
 the start — and folds line breaks and control characters to spaces (no headings, lists, tables or code blocks
 from a newline). The rest of the punctuation stays as it is, so ``p < 0.01`` or ``Qwen3.5-27B`` read the same in
 the source. Raw HTML is shown as text by Streamlit anyway (``unsafe_allow_html`` is never set).
+
+Escapes do not stop GFM's bare-URL and e-mail autolinks: remark-gfm finds ``http://``, ``www.`` and ``x@y.z`` in
+the text after parsing (a chart-less page of such labels showed four live links in Chromium). So :data:`JOINER`, an
+invisible WORD JOINER (U+2060), goes inside each ``://``, after each ``www`` and after each ``@``: the reader sees
+the same characters, no autolink pattern matches. Compare shown text with :func:`unjoined`.
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ _ALWAYS = re.compile(r"([\\`*_\[\]~$@|])")
 # ":" opening a directive, icon or URL scheme, or closing a shortcode (Streamlit loads its emoji plugin when the
 # raw source holds ":word:"; an escaped closing colon never matches)
 _BEFORE = re.compile(r"(:(?=[\w/+\-\[])|(?<=[\w+\-]):|<(?=\S)|&(?=#?\w+;))")
-_WWW = re.compile(r"(?i)(?<![\w.])(www)\.")
+_WWW = re.compile(r"(?i)(www)(?=\\?\.)")
+_SCHEME = re.compile(r"(:)(?=//)")
+_AT = re.compile(r"(@)")
+JOINER = "\u2060"  # WORD JOINER: zero width, no break opportunity
 _START = re.compile(r"^(\s*)([#>+=\-]|\d+(?=[.)]))")
 _BREAKS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _PLAIN_URL = re.compile(r"https?://[^\s()<>\[\]\\`\"']+")
@@ -30,7 +38,8 @@ _PLAIN_URL = re.compile(r"https?://[^\s()<>\[\]\\`\"']+")
 def text(value: object) -> str:
     """``value`` as Markdown source that renders exactly as its characters (one line)."""
     out = _BEFORE.sub(r"\\\1", _ALWAYS.sub(r"\\\1", _BREAKS.sub(" ", str(value))))
-    out = _WWW.sub(r"\1\\.", out)
+    out = _WWW.sub(r"\1" + JOINER + r"\\", out)
+    out = _AT.sub(r"\1" + JOINER, _SCHEME.sub(r"\1" + JOINER, out))
     return _START.sub(lambda m: m.group(1) + (m.group(2) + "\\" if m.group(2)[0].isdigit() else "\\" + m.group(2)),
                       out, count=1)
 
@@ -40,3 +49,8 @@ def link(url: str) -> str:
     if _PLAIN_URL.fullmatch(url or ""):
         return f"[{text(url)}]({url})"
     return text(url)
+
+
+def unjoined(shown: str) -> str:
+    """Text as a reader copies it, without the invisible joiners :func:`text` adds."""
+    return shown.replace(JOINER, "")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from dashboard import drill
+from dashboard import drill, md
 from tests.conftest import REPO, cli
 from tests.dashboard.conftest import open_page
 
@@ -67,7 +67,7 @@ def sources(at) -> list[str]:
 
 def shown(src: str) -> str:
     """What a reader sees of one Markdown source: its rendered text."""
-    return html.unescape(re.sub(r"<[^>]+>", "", MD.render(src)))
+    return md.unjoined(html.unescape(re.sub(r"<[^>]+>", "", MD.render(src))))
 
 
 def check_inert(at) -> str:
