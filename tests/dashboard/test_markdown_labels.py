@@ -82,6 +82,8 @@ def check_inert(at) -> str:
         # Streamlit's own extensions, which markdown-it does not know: a colour directive, an emoji shortcode,
         # LaTeX between dollars — each must reach the browser escaped
         assert not re.search(r"(?<!\\):blue\[|(?<!\\):rocket\\?:|(?<!\\)\$", src), src
+        # remark-gfm links a bare http://… found in the text after parsing, escapes or not: it must not be there
+        assert f"://{HOST}" not in html.unescape(re.sub(r"<[^>]+>", "", page)), src
         seen.append(shown(src))
     return "\n".join(seen)
 
