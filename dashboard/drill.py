@@ -2,11 +2,14 @@
 interval, acceptance by draft position, per-request latency distribution), with its downloads.
 
 A heatmap click (Altair point selection, ``on_select``) and the fallback selectbox both write the same
-widget key, ``<page>.cell``, whose value is ``GPU|family|workload`` (validated against the cells shown).
+widget key, ``<page>.cell``, whose value is ``GPU|family|workload|model|dataset`` (validated against the cells
+shown), each part with ``%`` and ``|`` percent-encoded (:func:`cell_id`): an imported workload may contain ``|``, and
+a value (or link) whose parts hold neither reads exactly as before.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from functools import partial
 
@@ -18,15 +21,28 @@ from analysis.drilldown import Group, suspects
 from analysis.frames import Filters
 from analysis.labels import group_label, load
 from analysis.schedule import schedule_table
-from dashboard import charts, data, export, state, widgets
+from dashboard import charts, data, export, md, state, widgets
 from dashboard.state import Param
 
 LATENCY_COLS = ("e2e_ms", "ttft_ms", "tpot_ms")
+_ENCODED = re.compile("%(25|7C)", re.IGNORECASE)
+
+
+def _part(text: str) -> str:
+    return text.replace("%", "%25").replace("|", "%7C")
 
 
 def cell_id(gpu: str, family: str, workload: str, model: str | None = "", dataset: str | None = "") -> str:
-    """``GPU|family|workload|model|dataset``: one group of one model (the dataset empty when none is given)."""
-    return f"{gpu}|{family}|{workload}|{model or ''}|{dataset or ''}"
+    """``GPU|family|workload|model|dataset``: one group of one model (the dataset empty when none is given); a
+    ``|`` or ``%`` inside a part is written ``%7C`` / ``%25``, so the value always splits back into five parts."""
+    return "|".join(_part(str(x or "")) for x in (gpu, family, workload, model, dataset))
+
+
+def parts(value: str) -> tuple[str, str, str, str, str]:
+    """The five parts of a :func:`cell_id` value, decoded (missing trailing parts are empty)."""
+    got = [_ENCODED.sub(lambda m: "%" if m.group(1) == "25" else "|", x) for x in value.split("|")]
+    gpu, family, workload, model, dataset = [*got, "", "", "", ""][:5]
+    return gpu, family, workload, model, dataset
 
 
 def of(c: dict) -> str:
@@ -37,7 +53,7 @@ def of(c: dict) -> str:
 def cell_label(value: str) -> str:
     if not value:
         return "— pick a cell —"
-    gpu, family, workload, model, dataset = [*value.split("|"), "", ""][:5]
+    gpu, family, workload, model, dataset = parts(value)
     return group_label({"gpu": gpu, "family": family, "workload": workload, "model": model, "dataset": dataset},
                        with_load=False)
 
@@ -78,7 +94,7 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int | None, metric
     if not picked or picked not in ps[0].options:
         st.caption("Click a heatmap cell, or pick one above, to see every method × depth behind its winner.")
         return None
-    gpu, family, workload, model, dataset = picked.split("|")
+    gpu, family, workload, model, dataset = parts(picked)
     group = Group(gpu, family, workload, concurrency, model or None, dataset or None)
     ranked, pos, samples = data.drill(data.db_path(), data.stamp(), group, metric, f, slo)
     verdict = next((c for c in doc["cells"] if of(c) == picked), None)
@@ -86,30 +102,30 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int | None, metric
     if verdict:
         w = verdict["winner"]
         text = verdict.get("tie_text") or (
-            f"clear winner **{charts.cand(w['method'], w['depth'])}**" if verdict["clear"] else
-            "**tie** between " + ", ".join(charts.cand(t["method"], t["depth"]) for t in verdict["tied"]))
+            f"clear winner {charts.cand(w['method'], w['depth'])}" if verdict["clear"] else
+            "tie between " + ", ".join(charts.cand(t["method"], t["depth"]) for t in verdict["tied"]))
         origin = verdict.get("origin", "measured")
         if origin != "measured":
             text += (" (predicted: a cost-model value, not measured)" if origin == "predicted"
                      else " (confirmed: measured to check a prediction)")
         words = vocabulary.cell_words(verdict)  # the same words as the heatmap cell and every other page
-        st.markdown(f"**{shown} · {load(concurrency)}** — **{words.headline}**")
-        st.markdown(f"Why this pick: {words.why}; best point estimate {words.best} "
-                    f"({vocabulary.p_text(words.best_p)}); pick vs none: {words.gain or '–'}. "
-                    f"Chance of being best: {words.chances or '–'}.")
-        st.caption(f"Verdict in words: {text}")
+        st.markdown(f"**{md.text(f'{shown} · {load(concurrency)}')}** — **{md.text(words.headline)}**")
+        st.markdown(md.text(f"Why this pick: {words.why}; best point estimate {words.best} "
+                            f"({vocabulary.p_text(words.best_p)}); pick vs none: {words.gain or '–'}. "
+                            f"Chance of being best: {words.chances or '–'}."))
+        st.caption(f"Verdict in words: {md.text(text)}")
         if (verdict.get("provenance") or {}).get("summary"):  # analysis says where the winner's numbers come from
-            st.caption(f"Where the winner's numbers come from: {verdict['provenance']['summary']}")
+            st.caption(f"Where the winner's numbers come from: {md.text(verdict['provenance']['summary'])}")
         deploy = (verdict.get("pick") or {}).get("deploy") or verdict.get("deploy")  # deploy the sensible pick
         if deploy:
             st.code(deploy["command"], language="bash")
             if deploy["note"]:
-                st.warning(deploy["note"])
+                st.warning(md.text(deploy["note"]))
         if verdict.get("predicted"):
             st.caption("Predicted (not measured) among the top candidates: "
-                       + ", ".join(charts.cand(p["method"], p["depth"]) for p in verdict["predicted"]))
+                       + md.text(", ".join(charts.cand(p["method"], p["depth"]) for p in verdict["predicted"])))
     for label, reason in suspects(ranked):
-        st.warning(f"Acceptance of {label} is suspect: {reason}")
+        st.warning(md.text(f"Acceptance of {label} is suspect: {reason}"))
     name = export.slug(page, "detail", metric, gpu, model.rsplit("/", 1)[-1] or family, workload, dataset,
                        f"c{concurrency}")
     where = f"{shown} · {load(concurrency)}"  # an exported chart says which cell

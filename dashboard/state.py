@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import streamlit as st
 
+from dashboard import md
+
 MAX_RAW = 200  # longest URL value considered at all
 MAX_VALUES = 64  # most repeated values of one key
 
@@ -126,7 +128,7 @@ def seed(page: str, params: Sequence[Param]) -> list[str]:
         try:
             value = parse(p, raw)
         except ValueError as exc:
-            problems.append(f"`{p.key}`: “{_preview(raw)}” ({exc})")
+            problems.append(f"`{p.key}`: “{md.text(_preview(raw))}” ({md.text(exc)})")
             value = p.default
         if p.kind == "range":  # range-ness comes from the widget's `value` argument: hand it over there
             st.session_state[init_key(page, p)] = value

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from dashboard import data, export, report, widgets
+from dashboard import data, export, md, report, widgets
 
 PAGE = "data"
 
@@ -32,7 +32,7 @@ widgets.table(runs.select(cols))
 export.buttons(None, runs.select(cols), export.slug(PAGE, "runs"), f"{PAGE}.runs")
 counts = data.table_counts(data.db_path(), data.stamp())
 st.caption("Rows per table: " + ", ".join(f"{t} {n:,}" for t, n in counts.iter_rows()))
-st.caption(f"Store: `{data.db_path()}`")
+st.caption(f"Store: {md.text(data.db_path())}")
 
 st.subheader("Published reference results")
 st.caption("Measurements from blogs, papers and model cards (data/published_results.csv, sources in "

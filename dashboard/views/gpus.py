@@ -8,7 +8,7 @@ from functools import partial
 import polars as pl
 import streamlit as st
 
-from dashboard import charts, data, export, report, widgets
+from dashboard import charts, data, export, md, report, widgets
 
 PAGE = "gpus"
 
@@ -54,11 +54,11 @@ else:
     simulated = doc_a["simulated"] or doc_b["simulated"]
     widgets.banner(simulated)
     ratio_title = f"{label}: {b} / {a} per method · concurrency {v['conc']}"
-    st.subheader(ratio_title)
+    st.subheader(md.text(ratio_title))
     if ratios.height:
         servers = data.gpu_servers(ratios)
-        st.caption("GPUs per server (tensor parallelism): " + "; ".join(
-            f"{r['family']} {r['gpus_a']} × {a} vs {r['gpus_b']} × {b}" for r in servers.iter_rows(named=True))
+        st.caption("GPUs per server (tensor parallelism): " + md.text("; ".join(
+            f"{r['family']} {r['gpus_a']} × {a} vs {r['gpus_b']} × {b}" for r in servers.iter_rows(named=True)))
             + ". A ratio compares whole servers; where the servers have different GPU counts, the ratio per GPU "
             "(for throughput and goodput) is the second line of each cell (×…/GPU) and matches the per-GPU bars below.")
         charts.show("ratio_heatmap", ratios, a, b, families, workloads, key=f"{PAGE}.ratio")
@@ -82,7 +82,7 @@ else:
     for col, axis, suffix in (("output_throughput_per_gpu", "output tok/s per GPU", "per-gpu"),
                               ("tok_s_per_watt", "output tok/s per watt", "per-watt")):
         eff_title = f"{axis[0].upper()}{axis[1:]} · {a} vs {b} · concurrency {v['conc']}"
-        st.markdown(f"**{eff_title}** (each panel has its own y scale)")
+        st.markdown(f"**{md.text(eff_title)}** (each panel has its own y scale)")
         charts.show("efficiency", eff, col, axis, key=f"{PAGE}.eff.{suffix}")
         export.buttons(partial(charts.exported, "efficiency", eff, col, axis, title=eff_title,
                                subtitle="each method at its best depth; lighter bar = " + sorted({a, b})[0]

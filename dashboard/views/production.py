@@ -10,7 +10,7 @@ from functools import partial
 import streamlit as st
 
 from analysis.labels import candidate
-from dashboard import charts, data, export, production_chart, widgets
+from dashboard import charts, data, export, md, production_chart, widgets
 from dashboard.state import Param
 
 PAGE = "production"
@@ -29,7 +29,9 @@ def _config_label(method: str, depth: int) -> str:
 
 def _deploy(vllm_args: str) -> str:
     # the baseline has no flag to paste: say what to drop instead of printing an empty command
-    return f"`{vllm_args}`" if vllm_args else "`vllm serve` without `--speculative-config`"
+    if not vllm_args:
+        return "`vllm serve` without `--speculative-config`"
+    return f"`{vllm_args}`" if "`" not in vllm_args else md.text(vllm_args)  # a code span cannot hold a backtick
 
 
 st.title("Production")
@@ -63,15 +65,16 @@ st.subheader("Current recommendation")
 for s in doc["segments"]:
     rec = s.get("recommendation")
     if s["status"] == "winner_changed":
-        st.error(f"**{s['segment']}** runs {candidate(s['method'], s['depth'])}; with its production acceptance "
+        st.error(f"**{md.text(s['segment'])}** runs {candidate(s['method'], s['depth'])}; with its production "
+                 "acceptance "
                  f"**{_config_label(rec['method'], rec['depth'])}** is now the clear pick "
                  f"({rec['gain_vs_deployed_pct']:+.1f} % vs running). Deploy: {_deploy(rec['vllm_args'])}",
                  icon=":material/notifications_active:")
     elif rec:
-        st.success(f"**{s['segment']}** ({candidate(s['method'], s['depth'])}): no change — pick "
+        st.success(f"**{md.text(s['segment'])}** ({candidate(s['method'], s['depth'])}): no change — pick "
                    f"{_config_label(rec['method'], rec['depth'])} ({'clear' if rec['clear'] else 'tie'}).")
     else:
-        st.info(f"**{s['segment']}**: {s['status'].replace('_', ' ')} — {s.get('why', '')}")
+        st.info(f"**{md.text(s['segment'])}**: " + md.text(f"{s['status'].replace('_', ' ')} — {s.get('why', '')}"))
 widgets.table(recs)
 name = export.slug(PAGE, seg, _window_label(win))
 export.buttons(None, recs, name + "_recommendations", f"{PAGE}.recs")
@@ -81,7 +84,7 @@ for s in doc["segments"]:
     wf = fr["windows"].filter(fr["windows"]["config"] == config)
     notes = fr["annotations"]
     title = f"Acceptance · {seg} · {config} · {_window_label(win)} windows"
-    st.subheader(title)
+    st.subheader(md.text(title))
     chart = partial(production_chart.acceptance_over_time, wf, notes, s["method"] or "")
     st.vega_lite_chart(charts.titled_tooltips(production_chart.finished(chart(), "").to_dict(validate=False)),
                        width="content", key=f"{PAGE}.acc.{config}")
@@ -90,7 +93,7 @@ for s in doc["segments"]:
     if v["pos"]:
         pf = fr["positions"].filter(fr["positions"]["config"] == config)
         ptitle = f"Per-position acceptance · {seg} · {config}"
-        st.markdown(f"**{ptitle}**")
+        st.markdown(f"**{md.text(ptitle)}**")
         st.vega_lite_chart(charts.titled_tooltips(production_chart.finished(
             production_chart.positions_over_time(pf), "").to_dict(validate=False)), width="content",
             key=f"{PAGE}.pos.{config}")
@@ -103,16 +106,16 @@ if fr["annotations"].height:
 
 ab = data.production_ab(data.db_path(), data.stamp(), seg, v["abm"], float(v["abblock"]))
 if ab is not None:
-    st.subheader(f"A/B · {ab['a']['target']} vs {ab['b']['target']}")
+    st.subheader(md.text(f"A/B · {ab['a']['target']} vs {ab['b']['target']}"))
     verdict = ab["verdict"]
     if verdict == "winner":
-        st.markdown(f"**Clear: {ab['winner']}** is better by {ab['gain_pct']:.1f} % on {ab['metric']} "
+        st.markdown(f"**Clear: {md.text(ab['winner'])}** is better by {ab['gain_pct']:.1f} % on {ab['metric']} "
                     f"(difference 95 %: {ab['difference_ci']}; {ab['blocks']} paired blocks of {ab['block_s']:g} s).")
     elif verdict == "tie":
         st.markdown(f"**Tie** on {ab['metric']}: the difference's 95 % interval {ab['difference_ci']} includes zero "
                     f"or lies within {ab['margin_pct']:g} %.")
     else:
-        st.markdown(f"**Too early to tell**: {ab.get('why')}")
+        st.markdown(f"**Too early to tell**: {md.text(ab.get('why'))}")
     arms = data.ab_frame(ab)
     if arms.height:
         abt = f"A/B · {ab['metric']} · {seg}"
@@ -122,5 +125,5 @@ if ab is not None:
         export.buttons(lambda: production_chart.finished(production_chart.ab_chart(arms, ab["metric"]), abt,
                                                          export=True), arms, export.slug(name, "ab"), f"{PAGE}.ab")
 for w in doc["warnings"]:
-    st.caption(f"⚠ {w}")
+    st.caption(f"⚠ {md.text(w)}")
 widgets.finish(PAGE, params)

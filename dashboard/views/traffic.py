@@ -30,7 +30,7 @@ from analysis.rescore.shard import DESCRIPTION as SHARD_DESCRIPTION
 from analysis.rescore.shard import SHARD_BY
 from analysis.rescore.stored import list_traces, load_trace
 from analysis.rescore.trace import bucketize
-from dashboard import charts, data, export, report, state, theme, widgets
+from dashboard import charts, data, export, md, report, state, theme, widgets
 from ingest.errors import InputError, UsageError
 from ingest.paths import DATA_DIR
 from ingest.tempfiles import make_temp_dir
@@ -150,9 +150,9 @@ def _sample_section() -> str | None:
     try:
         trace_id, new = _ingest_sample(SAMPLES[pick])
     except InputError as exc:
-        st.error(exc.one_line())
+        st.error(md.text(exc.one_line()))
         return None
-    st.success(f"Sample trace `{trace_id}` {'stored' if new else 'was already stored'}.")
+    st.success(f"Sample trace {md.text(trace_id)} {'stored' if new else 'was already stored'}.")
     return trace_id
 
 
@@ -165,11 +165,11 @@ def _columns(up) -> list[str]:
 
 def _mapping_form(up, message: str) -> TraceMapping | None:
     """The file's format is unknown: let the user say which column is which."""
-    st.warning(f"{message}\n\nMap the file's columns below.", icon=":material/table_view:")
+    st.warning(f"{md.text(message)}\n\nMap the file's columns below.", icon=":material/table_view:")
     try:
         cols = ["—", *_columns(up)]
     except InputError as exc:
-        st.error(exc.one_line())
+        st.error(md.text(exc.one_line()))
         return None
     with st.form(f"{PAGE}.mapform"):
         picks = {f: st.selectbox(f, cols, key=f"{PAGE}.map.{f}") for f in FIELDS}
@@ -179,7 +179,7 @@ def _mapping_form(up, message: str) -> TraceMapping | None:
     chosen = {f: c for f, c in picks.items() if c != "—"}
     mapping = TraceMapping(timestamp_unit=unit, **chosen)
     if mapping.problems():
-        st.error("; ".join(mapping.problems()))
+        st.error(md.text("; ".join(mapping.problems())))
         return None
     return mapping
 
@@ -195,7 +195,7 @@ def _upload_section() -> str | None:
     if up is None:
         return _sample_section()
     if up.size > MAX_UPLOAD_MB * 1024 * 1024:
-        st.error(f"error: {_safe_name(up.name)}: {up.size:,} bytes is over the {MAX_UPLOAD_MB} MB limit")
+        st.error(md.text(f"error: {_safe_name(up.name)}: {up.size:,} bytes is over the {MAX_UPLOAD_MB} MB limit"))
         return None
     done = st.session_state.setdefault(f"{PAGE}.done", {})
     sig = (up.file_id, fmt)
@@ -213,11 +213,11 @@ def _upload_section() -> str | None:
         if mapping is None and ("unrecognised" in text or "pass a mapping" in text):
             st.session_state[f"{PAGE}.needs_map"], st.session_state[f"{PAGE}.map_msg"] = up.file_id, text
             st.rerun()
-        st.error(text)
+        st.error(md.text(text))
         return None
     done[sig] = trace_id
     st.session_state.pop(f"{PAGE}.needs_map", None)
-    st.success(f"Trace `{trace_id}` {'stored' if new else 'was already stored (same content)'}.")
+    st.success(f"Trace {md.text(trace_id)} {'stored' if new else 'was already stored (same content)'}.")
     return trace_id
 
 
@@ -269,6 +269,12 @@ def _show(chart: alt.TopLevelMixin, frame: pl.DataFrame, name: str, key: str, co
                                          simulated=simulated), frame, f"{name}_{key}", f"{PAGE}.{key}")
 
 
+def _nothing_to_score(exc: UsageError) -> str:
+    """Why a trace cannot be re-scored with these sidebar choices, in one Markdown-safe sentence."""
+    return md.text(f"Nothing to score this trace against: {' '.join(str(exc).split())}. Pick another model "
+                   "family or GPU in the sidebar (they list the store's values; not every pair was measured).")
+
+
 # ---- page ---------------------------------------------------------------------------------------------
 
 dims = data.dimension_values(data.db_path(), data.stamp())
@@ -318,7 +324,7 @@ with st.expander("Drafter checkpoints for the deploy command", expanded=False):
             try:
                 drafters.update(parse_draft_models([f"{method}={path_.strip()}"]))
             except UsageError as exc:
-                st.error(exc.one_line())
+                st.error(md.text(exc.one_line()))
 opts = RescoreOptions(families=(v["fam"],), gpus=(v["gpu"],), default=parse_choice(v["default"]), metric=v["metric"],
                       slo_ttft_ms=slo.ttft_ms if v["metric"] == "goodput" else None,
                       slo_tpot_ms=slo.tpot_ms if v["metric"] == "goodput" else None, shard_by=v["shard"],
@@ -326,10 +332,14 @@ opts = RescoreOptions(families=(v["fam"],), gpus=(v["gpu"],), default=parse_choi
 doc = None
 selector = None if v["workload"] == AS_ASSIGNED else v["workload"]
 if tid:
-    doc, summary = _rescored(data.db_path(), data.stamp(), tid, opts, selector)
+    try:
+        doc, summary = _rescored(data.db_path(), data.stamp(), tid, opts, selector)
+    except UsageError as exc:  # e.g. a linked family × GPU with no cells: say so, the page stays usable
+        st.warning(_nothing_to_score(exc), icon=":material/search_off:")
+if doc is not None:
     widgets.banner(doc["simulated"])
     for w in doc["warnings"]:  # the banner: what the answer rests on that the user did not choose
-        st.warning(w, icon=":material/report:")
+        st.warning(md.text(w), icon=":material/report:")
     name = export.slug(PAGE, tid, v["fam"], v["gpu"])
     t = doc["trace"]
     load_kpi = rescore_summary.operating_load(doc)
@@ -342,8 +352,8 @@ if tid:
               help="which source labelled most requests: " + ", ".join(f"{k} {n:,}" for k, n in
                                                                        (src.get("counts") or {}).items()))
     c5.metric("Scored at concurrency", load_kpi["value"], help=load_kpi["how"])
-    st.caption("Workloads: " + ", ".join(f"{w} {s:.0%} (scored as {t['workload_scored_as'].get(w)})"
-                                        for w, s in t["workload_mix"].items()))
+    st.caption("Workloads: " + md.text(", ".join(f"{w} {s:.0%} (scored as {t['workload_scored_as'].get(w)})"
+                                                for w, s in t["workload_mix"].items())))
     mix = rescore_summary.mix_frame(t["workload_mix"])
     ctx = (f"trace {names.get(tid, '')} ({tid}) · {v['fam']} on {v['gpu']} · today: {opts.default.label}",
            bool(doc["simulated"]))
@@ -372,14 +382,14 @@ if tid:
         _show(_tax_chart(rescore_summary.tax(doc)), rescore_summary.tax(doc), name, "tax", *ctx)
     st.subheader("Deploy")
     for r in doc["recommendations"]:  # the answer in words (analysis.rescore.summary), the same as the CLI's
-        st.markdown(f"**{r['shard']}**: {rescore_summary.recommendation_words(r)}.")
+        st.markdown(f"**{md.text(r['shard'])}**: {md.text(rescore_summary.recommendation_words(r))}.")
         svs = r.get("static_vs_scheduled")
         if svs:
             words = rescore_summary.schedule_words(svs)
-            st.markdown(f"Depth schedule per batch size: {words[0].upper()}{words[1:]} on this shard's loads.")
+            st.markdown(md.text(f"Depth schedule per batch size: {words[0].upper()}{words[1:]} on this shard's loads."))
         st.code(r["deploy"]["command"], language="bash")
         if r["deploy"]["note"]:
-            st.warning(r["deploy"]["note"])
+            st.warning(md.text(r["deploy"]["note"]))
     if doc["acceptance"]["drift"]:
         st.subheader("Production vs benchmark acceptance")
         widgets.table(pl.DataFrame(doc["acceptance"]["drift"]))
@@ -408,8 +418,14 @@ if len(ids) > 2:
     ta = c1.selectbox("Trace A", ids[1:], key=f"{PAGE}.cmp_a", format_func=label)
     tb = c2.selectbox("Trace B", ids[1:], index=1, key=f"{PAGE}.cmp_b", format_func=label)
     if ta and tb and ta != tb:
-        da, _ = _rescored(data.db_path(), data.stamp(), ta, opts, selector)
-        db, _ = _rescored(data.db_path(), data.stamp(), tb, opts, selector)
+        try:
+            da, _ = _rescored(data.db_path(), data.stamp(), ta, opts, selector)
+            db, _ = _rescored(data.db_path(), data.stamp(), tb, opts, selector)
+        except UsageError as exc:
+            st.warning(_nothing_to_score(exc), icon=":material/search_off:")
+            widgets.finish(PAGE, params)
+            state.write_url(PAGE, [trace_param])
+            st.stop()
         cmp = rescore_compare.compare(da, db)
         st.metric("Mix drift (total variation)", f"{cmp['total_variation']:.1%}")
         widgets.table(cmp["mix_drift"])

@@ -15,7 +15,7 @@ import polars as pl
 import streamlit as st
 
 from analysis.labels import group_label
-from dashboard import charts, data, drill, export, heatmap_spec, load_strip, report, state, widgets
+from dashboard import charts, data, drill, export, heatmap_spec, load_strip, md, report, state, widgets
 
 PAGE = "winners"
 ALL = "all"
@@ -73,9 +73,9 @@ pub = data.published_winners(pub_doc)
 if pub["rows"]:
     st.subheader("Published results: the best method per model × dataset")
     for url in pub["sources"]:
-        st.markdown(f"Source: [{url}]({url}) — figures as published (no per-request samples), "
+        st.markdown(f"Source: {md.link(url)} — figures as published (no per-request samples), "
                     "**load not stated** by the source.")
-    st.caption(pub["text"])
+    st.caption(md.text(pub["text"]))
     # the one vocabulary: the verdict and pick with its chance, its gain only with its 95 % interval
     widgets.table(pl.DataFrame(pub["rows"]).select("model", "dataset", "workload", "gpu", "best", "headline", "gain",
                                                    "load", "source"), key=f"{PAGE}.published")
@@ -85,8 +85,8 @@ doc = doc_all if all_loads else {**doc_all, "cells": [c for c in doc_all["cells"
 widgets.banner(doc["simulated"])
 glance = data.glance(doc_all)
 # analysis.glance words the answer: the published figures' first, then the simulated (or measured) cells'
-answer_slot.info(data.lead_answer(pub_doc, doc_all), icon=":material/summarize:")
-st.caption(glance["text"])
+answer_slot.info(md.text(data.lead_answer(pub_doc, doc_all)), icon=":material/summarize:")
+st.caption(md.text(glance["text"]))
 families = [x for x in dims["family"] if not v["fam"] or x in v["fam"]]
 workloads = [x for x in dims["workload"] if not v["wl"] or x in v["wl"]]
 gpus = [g for g in dims["gpu"] if (not v["gpu"] or g in v["gpu"]) and any(c["gpu"] == g for c in doc["cells"])]
@@ -129,15 +129,15 @@ if ties:
     with st.expander(f"{len(ties)} cell(s) without a clear winner (tie: the best's p < 0.95, or equivalent within "
                      f"{margin:g} %) — each names its sensible pick"):
         for c in ties:
-            st.markdown(f"- **{group_label(c)}**: {c.get('tie_text', '')}")
+            st.markdown(f"- **{md.text(group_label(c))}**: {md.text(c.get('tie_text', ''))}")
 
 edges = [c for c in doc["cells"] if c.get("at_grid_edge")]
 if edges:
     with st.expander(f"{len(edges)} cell(s) whose best point estimate is at the edge of the depth grid: a depth "
                      "outside it may do better"):
         for c in edges:
-            st.markdown(f"- **{group_label(c)}**: "
-                        f"{charts.cand(c['winner']['method'], c['winner']['depth'])} — {c['grid_edge']['text']}")
+            st.markdown(f"- **{md.text(group_label(c))}**: " + md.text(
+                f"{charts.cand(c['winner']['method'], c['winner']['depth'])} — {c['grid_edge']['text']}"))
 
 if all_loads:
     st.caption("Drill-down: open one load above (or pick it under Load in the sidebar), then click a cell.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -95,3 +96,9 @@ def chart_specs(at: AppTest) -> list[dict]:
             rows += pl.from_arrow(pa.ipc.open_stream(ds.data.data).read_all()).to_dicts()
         out.append({"spec": json.loads(el.proto.spec), "rows": rows})
     return out
+
+
+def plain(source: str) -> str:
+    """A Markdown element's source without its backslash escapes (dashboard.md escapes data): the characters a
+    reader sees, for assertions on wording."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", source).replace("\u2060", "")  # and md.JOINER

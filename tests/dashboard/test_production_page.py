@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ingest import store
-from tests.dashboard.conftest import chart_specs, open_page
+from tests.dashboard.conftest import chart_specs, open_page, plain
 
 PAGE = "views/production.py"
 
@@ -27,7 +27,7 @@ def page(prod_db: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_drifted_segment_shows_its_new_winner_band_and_annotations(page) -> None:
     at = page({"seg": "acme/code", "win": "300"})
-    assert any("is now the clear pick" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("is now the clear pick" in plain(e.value) for e in at.error), [plain(e.value) for e in at.error]
     (chart,) = [c for c in chart_specs(at) if any("band_low" in r for r in c["rows"])]
     rows = [r for r in chart["rows"] if "band_low" in r]
     assert len(rows) >= 3 and all(r["band_low"] <= r["expected"] <= r["band_high"] for r in rows)
@@ -60,4 +60,4 @@ def test_a_bad_url_value_is_a_warning_and_an_empty_store_says_how_to_collect(pag
     store.connect(empty).close()
     monkeypatch.setenv("SPECTUNE_DB", str(empty))
     at = open_page(PAGE)
-    assert any("ingest watch" in i.value for i in at.info)
+    assert any("ingest watch" in plain(i.value) for i in at.info)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ingest import sql, store
-from tests.dashboard.conftest import chart_specs, open_page
+from tests.dashboard.conftest import chart_specs, open_page, plain
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data" / "samples" / "traces"
@@ -52,9 +52,9 @@ def _titles(at) -> list[str]:
 
 def test_upload_gives_recommendations_charts_and_the_config(db):
     at = _upload(open_page(PAGE), "AzureLLMInferenceTrace_conv.csv", (SAMPLES / "azure_conv.csv").read_bytes())
-    assert any("stored" in s.value for s in at.success)
+    assert any("stored" in plain(s.value) for s in at.success)
     assert _traces(db) == ["AzureLLMInferenceTrace_conv.csv"]
-    assert any("Simulated data on screen" in w.value for w in at.warning)
+    assert any("Simulated data on screen" in plain(w.value) for w in at.warning)
     codes = [c.value for c in at.code]
     assert codes and all(c.startswith("vllm serve ") for c in codes)
     argv = shlex.split(codes[0])  # the full command: model, benchmarked TP size, the config
@@ -78,7 +78,7 @@ def test_the_deploy_command_takes_the_drafter_from_the_page_and_shows_the_schedu
     at = _upload(open_page(PAGE), "AzureLLMInferenceTrace_conv.csv", (SAMPLES / "azure_conv.csv").read_bytes())
     before = [c.value for c in at.code]
     method = json.loads(shlex.split(before[0])[-1])["method"]
-    assert any("<DRAFTER_PATH>" in c for c in before) == any("needs its drafter" in w.value for w in at.warning)
+    assert any("<DRAFTER_PATH>" in c for c in before) == any("needs its drafter" in plain(w.value) for w in at.warning)
     # one drafter field per method that needs one
     fields = {t.key for t in at.text_input if t.key.startswith("traffic.drafter.")}
     assert fields == {f"traffic.drafter.{m}" for m in ("dflash", "dspark", "eagle3")}
@@ -87,10 +87,10 @@ def test_the_deploy_command_takes_the_drafter_from_the_page_and_shows_the_schedu
         assert not at.exception
         after = json.loads(shlex.split(at.code[0].value)[-1])
         assert after["model"] == "/models/my drafter"
-        assert not any("needs its drafter" in w.value for w in at.warning if method in w.value)
-    assert any("Depth schedule per batch size" in m.value for m in at.markdown)
+        assert not any("needs its drafter" in plain(w.value) for w in at.warning if method in plain(w.value))
+    assert any("Depth schedule per batch size" in plain(m.value) for m in at.markdown)
     at.text_input(key="traffic.drafter.eagle3").set_value("bad\npath").run()
-    assert any("control character" in e.value for e in at.error)
+    assert any("control character" in plain(e.value) for e in at.error)
 
 
 def _metric(at, label: str):
@@ -102,7 +102,8 @@ def test_warnings_banner_workload_selector_and_the_operating_concurrency(db):
                  "application/jsonl")
     at.sidebar.selectbox(key="traffic.fam").set_value("Qwen").run()
     at.sidebar.selectbox(key="traffic.gpu").set_value("MI355X").run()
-    assert any("workload from the file name" in w.value and "conversation_trace.jsonl" in w.value for w in at.warning)
+    assert any("workload from the file name" in plain(w.value) and "conversation_trace.jsonl" in plain(w.value)
+               for w in at.warning)
     assert _metric(at, "Workload from").value == "file name"
     conc = _metric(at, "Scored at concurrency")
     assert float(conc.value.split("–")[0]) > 0 and "arrival rate" in conc.help
@@ -110,7 +111,7 @@ def test_warnings_banner_workload_selector_and_the_operating_concurrency(db):
     at.sidebar.selectbox(key="traffic.workload").set_value("chat").run()
     assert not at.exception
     assert _metric(at, "Workload from").value == "selector"
-    assert not any("workload from the file name" in w.value for w in at.warning)
+    assert not any("workload from the file name" in plain(w.value) for w in at.warning)
     assert [c.value for c in at.code] == named  # the guess was chat: the explicit chat gives the same answer
     assert at.query_params["workload"] in ("chat", ["chat"])
     at.sidebar.selectbox(key="traffic.workload").set_value("code").run()
@@ -122,7 +123,7 @@ def test_an_unmeasured_default_warns_on_the_page(db):
         con.execute("DELETE FROM cells WHERE family = 'Qwen' AND gpu = 'MI355X' AND method = 'mtp' AND depth = 8")
     at = _upload(open_page(PAGE, {"fam": "Qwen", "gpu": "MI355X", "default": "mtp:8"}), "code.csv",
                  (SAMPLES / "azure_code.csv").read_bytes())
-    assert any("default mtp·8 never measured (extrapolated)" in w.value and "model:depth" in w.value
+    assert any("default mtp·8 never measured (extrapolated)" in plain(w.value) and "model:depth" in plain(w.value)
                for w in at.warning)
     at.sidebar.selectbox(key="traffic.default").set_value("mtp:3").run()
     assert not any(w.value.startswith("default ") for w in at.warning)
@@ -132,7 +133,7 @@ def test_shard_by_output_length_and_hour_on_the_page(db):
     at = _upload(open_page(PAGE), "AzureLLMInferenceTrace_code.csv", (SAMPLES / "azure_code.csv").read_bytes())
     at.sidebar.selectbox(key="traffic.shard").set_value("output_length").run()
     assert not at.exception
-    shards = [m.value for m in at.markdown if m.value.startswith("**output ")]
+    shards = [plain(m.value) for m in at.markdown if plain(m.value).startswith("**output ")]
     assert len(shards) >= 2 and int(_metric(at, "Shards").value) == len(shards)
     at.sidebar.selectbox(key="traffic.shard").set_value("hour").run()
     assert any(m.value.startswith("**hour 00**") for m in at.markdown)
@@ -161,7 +162,7 @@ def test_changing_family_and_default_rescores(db):
 def test_unknown_columns_open_the_mapping_form(db):
     rows = "".join(f"{i},{300 + i},{20 + i % 50}\n" for i in range(80))
     at = _upload(open_page(PAGE), "weird.csv", ("a,b,c\n" + rows).encode())
-    assert any("unrecognised columns" in w.value and "weird.csv:1" in w.value for w in at.warning)
+    assert any("unrecognised columns" in plain(w.value) and "weird.csv:1" in plain(w.value) for w in at.warning)
     assert _traces(db) == []
     at.selectbox(key="traffic.map.input_tokens").set_value("b")
     at.selectbox(key="traffic.map.output_tokens").set_value("c")
@@ -177,7 +178,7 @@ def test_unknown_columns_open_the_mapping_form(db):
 ])
 def test_bad_uploads_show_one_error_and_store_nothing(db, name, data, needle):
     at = _upload(open_page(PAGE), name, data)
-    errors = [e.value for e in at.error]
+    errors = [plain(e.value) for e in at.error]
     assert len(errors) == 1 and errors[0].startswith(f"error: {name}:") and needle in errors[0]
     assert "\n" not in errors[0] and "spectune-upload" not in errors[0]  # the temp path never shows
     assert _traces(db) == [] and not at.code
@@ -187,7 +188,7 @@ def test_uploads_over_the_size_limit_are_refused(db, monkeypatch):
     monkeypatch.setenv("SPECTUNE_MAX_UPLOAD_MB", "1")
     body = (SAMPLES / "azure_code.csv").read_bytes()
     at = _upload(open_page(PAGE), "big.csv", body * (1024 * 1024 // len(body) + 2))
-    assert any("over the 1 MB limit" in e.value for e in at.error) and _traces(db) == []
+    assert any("over the 1 MB limit" in plain(e.value) for e in at.error) and _traces(db) == []
 
 
 def test_saved_traces_and_comparing_two(db):
@@ -197,10 +198,10 @@ def test_saved_traces_and_comparing_two(db):
     assert _traces(db) == ["code.csv", "conv.csv"]
     assert at.selectbox(key="traffic.cmp_a").value != at.selectbox(key="traffic.cmp_b").value  # the two traces
     assert any(m.value == "**The recommendation changes**" for m in at.markdown)
-    assert any(m.label == "Mix drift (total variation)" and m.value == "100.0%" for m in at.metric)
+    assert any(m.label == "Mix drift (total variation)" and plain(m.value) == "100.0%" for m in at.metric)
     # the same bytes again are the same trace
     _upload(at, "code-copy.csv", (SAMPLES / "azure_code.csv").read_bytes())
-    assert any("already stored" in s.value for s in at.success) and len(_traces(db)) == 2
+    assert any("already stored" in plain(s.value) for s in at.success) and len(_traces(db)) == 2
 
 
 def test_a_link_to_a_trace_and_hostile_links(db):
@@ -211,6 +212,6 @@ def test_a_link_to_a_trace_and_hostile_links(db):
     for bad in ("'; DROP TABLE traces; --", "<script>alert(1)</script>", "x" * 5000):
         at2 = open_page(PAGE, {"trace": bad})
         assert not at2.exception and not at2.code
-        assert any("not valid" in w.value for w in at2.warning)
+        assert any("not valid" in plain(w.value) for w in at2.warning)
     with store.session(db, read_only=True) as con:
         assert sql.one(con, "SELECT count(*) FROM traces")[0] == 1
