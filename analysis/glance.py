@@ -64,17 +64,27 @@ def summary(doc: dict) -> dict:
 
 
 def _where(cells: list[dict]) -> str:
-    """Where a pick is clear, in words: ``MI300X chat`` or ``MI300X chat, MI355X code and 3 more``."""
-    places = list(dict.fromkeys(f"{c['gpu']} {c['workload']}" for c in cells))
+    """Where a pick is clear, in words: ``on MI300X chat and MI355X code``, or — a pick being per model (model is
+    a dimension) — ``for Kimi-K2.5 on MI300X code (MBPP), for Qwen3-8B on MI300X code and 3 more places``."""
+    from analysis.labels import model_short
+
+    def place(c: dict) -> str:
+        dataset = f" ({c['dataset']})" if c.get("dataset") else ""
+        model = f"for {model_short(c['model'])} on " if c.get("model") else ""
+        return f"{model}{c['gpu']} {c['workload']}{dataset}"
+
+    places = list(dict.fromkeys(place(c) for c in cells))
+    lead = "" if any(c.get("model") for c in cells) else "on "
     if len(places) <= 2:
-        return " and ".join(places)
-    return ", ".join(places[:2]) + f" and {_plural(len(places) - 2, 'more place')}"
+        return lead + " and ".join(places)
+    return lead + ", ".join(places[:2]) + f" and {_plural(len(places) - 2, 'more place')}"
 
 
 def answer(doc: dict, shown: int = 3) -> str:
     """The plain answer that opens the landing page: what to run where and how sure it is. With clear cells:
-    "Run mtp·4 on MI300X chat (clear in 3 of 72 cells); …"; without: the picks we would try, how often each is
-    the pick, and "measure before you deploy". Counted from the document; the wording of the vocabulary."""
+    "Run mtp·4 for Qwen3.5-122B-A10B on MI300X chat (clear in 3 of 72 cells); …"; without: the picks we would
+    try, how often each is the pick, and "measure before you deploy". Counted from the document; the wording of
+    the vocabulary."""
     cells = [c for c in doc.get("cells") or [] if c.get("pick")]
     if not cells:
         return "No cells match these filters."
@@ -96,7 +106,7 @@ def answer(doc: dict, shown: int = 3) -> str:
     for c in clear:
         by_pick[name[id(c)]].append(c)
     top = sorted(by_pick.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    runs = "; ".join(f"{k} on {_where(v)} (clear in {len(v)} of {n} cells)" for k, v in top[:shown])
+    runs = "; ".join(f"{k} {_where(v)} (clear in {len(v)} of {n} cells)" for k, v in top[:shown])
     more = (f"; {_plural(len(top) - shown, 'other clear pick')}" if len(top) > shown else "")
     rest = n - len(clear)
     tail = (f"; the other {_plural(rest, 'cell')} {'is' if rest == 1 else 'are'} ties or equivalent: "

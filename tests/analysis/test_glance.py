@@ -111,3 +111,20 @@ def test_the_plain_answer_says_what_to_run_where_and_how_sure():
     assert s["answer"] == ("On simulated data no cell has a clear winner: the picks we would try are mtp·3 (2 of 3 "
                            "cells), mtp·4 (1 of 3 cells); measure before you deploy.")
     assert summary(_doc([]))["answer"] == "No cells match these filters."
+
+
+def test_the_plain_answer_names_the_model_and_dataset_of_a_clear_pick():
+    """A pick is per model: the answer says which model (its short name) and dataset it is clear for, and puts
+    the published figures' answer before the rest's."""
+    from analysis.glance import lead
+
+    pub = [{**_cell("MI300X", "Kimi", "code", None, "clear", ("dflash", 7), 0.0), "model": "moonshotai/Kimi-K2.5",
+            "dataset": "MBPP", "source_url": "https://example.org/post"},
+           {**_cell("MI300X", "Qwen", "code", None, "tie", ("mtp", 7), 0.0), "model": "Qwen/Qwen3.5-122B-A10B",
+            "dataset": "HumanEval", "source_url": "https://example.org/post"}]
+    s = summary(_doc(pub))
+    assert s["answer"] == ("On the published figures: run dflash·7 for Kimi-K2.5 on MI300X code (MBPP) (clear in 1 "
+                           "of 2 cells); the other 1 cell is ties or equivalent: measure before you deploy there.")
+    sim = [_cell("A", "Qwen", "code", 1, "tie", ("mtp", 3), 0.0)]
+    assert lead(_doc(pub), _doc(sim, simulated=True)) == (
+        s["answer"] + " " + summary(_doc(sim, simulated=True))["answer"])
