@@ -222,14 +222,17 @@ BLOCK_GRID = np.round(np.arange(0.0, 0.2001, 0.005), 4)  # the depth exponent β
 
 
 @cache
-def _tau_table(block: float = 0.0) -> np.ndarray:
-    """E(k) for every (α, decay, k) at one depth exponent: shape (len(ALPHA_GRID), len(DECAY_GRID), 17)."""
-    out = np.ones((len(ALPHA_GRID), len(DECAY_GRID), 17))
-    for k in range(1, 17):
-        i = np.arange(1, k + 1)
-        p = np.clip(ALPHA_GRID[:, None, None] * float(k) ** (-block)
-                    * DECAY_GRID[None, :, None] ** (i - 1)[None, None, :], 0.0, 0.98)
-        out[:, :, k] = 1.0 + np.cumprod(p, axis=2).sum(axis=2)
+def _log_tau_at(k: int) -> np.ndarray:
+    """log E(k) at one depth for every (α, decay, β) on the grids: shape (len(ALPHA_GRID), len(DECAY_GRID),
+    len(BLOCK_GRID)). Kept per depth: a fit needs only the depths its rows measured (a handful), and every
+    leave-one-out fit reuses them."""
+    i = np.arange(1, k + 1)
+    shape = ALPHA_GRID[:, None, None] * DECAY_GRID[None, :, None] ** (i - 1)[None, None, :]  # α·decay^(i−1)
+    out = np.empty((len(ALPHA_GRID), len(DECAY_GRID), len(BLOCK_GRID)))
+    for j, b in enumerate(BLOCK_GRID):
+        p = np.clip(shape * float(k) ** (-float(b)), 0.0, 0.98)
+        out[:, :, j] = np.log(1.0 + np.cumprod(p, axis=2).sum(axis=2))
+    out.setflags(write=False)
     return out
 
 
@@ -243,12 +246,18 @@ def _depth_series(method: str, exclude: str | None) -> list[list[PublishedRow]]:
 
 def _series_sse(series: list[PublishedRow]) -> np.ndarray:
     """Per (decay, β) on the grids: the least squared log-τ error over α. Shape (len(DECAY_GRID), len(BLOCK_GRID))."""
-    k = np.array([r.depth for r in series])
-    tau = np.log(np.array([r.value for r in series]))
-    out = np.empty((len(DECAY_GRID), len(BLOCK_GRID)))
-    for j, b in enumerate(BLOCK_GRID):
-        pred = np.log(_tau_table(float(b))[:, :, k])  # (α, d, rows)
-        out[:, j] = ((pred - tau[None, None, :]) ** 2).sum(axis=2).min(axis=0)
+    return _series_sse_of(tuple((int(r.depth), float(r.value)) for r in series))
+
+
+@cache
+def _series_sse_of(points: tuple[tuple[int, float], ...]) -> np.ndarray:
+    # Kept per series: a leave-one-out fit (one per source or model left out) sees the same series again and
+    # again, and each costs a pass over the whole (α, decay, β) grid; the result is read-only.
+    sse = np.zeros((len(ALPHA_GRID), len(DECAY_GRID), len(BLOCK_GRID)))
+    for k, value in points:
+        sse += (_log_tau_at(k) - np.log(value)) ** 2
+    out = sse.min(axis=0)
+    out.setflags(write=False)
     return out
 
 
