@@ -22,7 +22,7 @@ from dashboard.drill import LATENCY_COLS
 from tests.dashboard.conftest import chart_specs, open_page
 
 GPU, FAMILY, WORKLOAD = "MI300X", "Qwen", "code"
-MODEL = "Qwen/Qwen3.5-397B-A17B"  # the big store resamples the default matrix: one model per family
+MODEL = "Qwen/Qwen3.5-122B-A10B"  # the big store resamples the default matrix: one model per family
 ALTAIR_MAX_ROWS = 5000
 
 

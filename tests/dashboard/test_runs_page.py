@@ -49,7 +49,7 @@ def test_shifted_run_shows_changed_winners_and_shards(page) -> None:
     assert metrics["Cells compared"] == "30" and int(metrics["Winners changed"]) >= 1
     retune = _frame(at, "Shard", "From", "To", "Speculative config")
     assert len(retune) == int(metrics["Winners changed"])
-    assert all(s.startswith("MI300X/MiniMax-M2.5/chat/") for s in retune["Shard"])  # the model names the shard
+    assert all(s.startswith("MI300X/MiniMax-M3/chat/") for s in retune["Shard"])  # the model names the shard
     groups = _frame(at, "Winner in A", "Winner in B", "Status")
     assert set(groups.loc[groups["Status"] == "changed", "Workload"]) == {"chat"}
     cells = _frame(at, "Change B − A (%)", "95 % CI low", "95 % CI high")

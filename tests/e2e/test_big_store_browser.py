@@ -46,9 +46,9 @@ def test_landing_page_and_a_drilldown_on_the_big_store(browser, big_url: str):
         page.wait_for_url(re.compile(r"conc=1\b"))
         page.locator(f"{CHART} svg text", has_text="concurrency 1").first.wait_for()
         n_before = page.locator(CHART).count()
-        cell = "workload: code; row: Qwen3.5-397B-A17B"  # the heatmap's rows name the model
+        cell = "workload: code; row: Qwen3.5-122B-A10B"  # the heatmap's rows name the model
         page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='{cell}']").first.click()
-        page.get_by_text("MI300X · Qwen3.5-397B-A17B · code · c=1").last.wait_for()  # the drill-down header
+        page.get_by_text("MI300X · Qwen3.5-122B-A10B · code · c=1").last.wait_for()  # the drill-down header
         expect(page.locator(CHART)).to_have_count(n_before + 4, timeout=120_000)
         page.locator(f"{CHART} svg text", has_text="Request E2E distribution").first.wait_for()
         no_error(page)

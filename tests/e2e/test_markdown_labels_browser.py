@@ -77,9 +77,10 @@ def test_winners_every_load_and_drill_down(page, hostile):
     url, _ = hostile
     hits = _watch(page)
     page.goto(url + "/")
-    page.get_by_text("run eagle3·3 on", exact=False).first.wait_for()
+    page.get_by_text("run eagle3·3 for", exact=False).first.wait_for()
     _settled(page)
-    assert f"run eagle3·3 on {GPU}" in _text(page)  # the answer names the GPU, as text
+    shown = _text(page)
+    assert "run eagle3·3 for " in shown and f" on {GPU}" in shown  # the answer names model and GPU, as text
     _no_live_markup(page)
     cell = drill.cell_id(GPU, FAMILY, WL, MODEL, "")
     page.goto(url + "/?conc=16&cell=" + urllib.parse.quote(cell, safe=""))

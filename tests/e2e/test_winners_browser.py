@@ -52,8 +52,8 @@ def test_click_a_heatmap_cell_shows_its_detail(page, base_url):
     _open(page, base_url, "?gpu=MI300X&conc=1")
     n_before = page.locator(CHART).count()
     # Vega draws the heatmap as SVG with an aria-label per cell (its tooltip text): click Qwen3.5-397B × code
-    page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='workload: code; row: Qwen3.5-397B-A17B']").first.click()
-    page.get_by_text("MI300X · Qwen3.5-397B-A17B · code · c=1").last.wait_for()  # the drill-down's header (the
+    page.locator(f"{CHART} path[fill-opacity='0'][aria-label*='workload: code; row: Qwen3.5-122B-A10B']").first.click()
+    page.get_by_text("MI300X · Qwen3.5-122B-A10B · code · c=1").last.wait_for()  # the drill-down's header (the
     # tie list above names the same group)
     # candidates, cumulative and conditional positions, latency distribution
     expect(page.locator(CHART)).to_have_count(n_before + 4, timeout=60_000)
@@ -85,7 +85,8 @@ def test_landing_shows_every_load_and_the_clis_summary_without_interaction(page,
     loads = sorted({c["concurrency"] for c in doc["cells"]})
     _open(page, base_url)
     page.get_by_text("Published results: the best method per model × dataset").wait_for()
-    page.get_by_text("https://vllm.ai/blog/2026-08-23-speculative-decoding-amd-gpus").first.wait_for()
+    # the source as a link (its shown text carries invisible joiners: dashboard/md.py keeps data from autolinking)
+    page.locator("a[href='https://vllm.ai/blog/2026-08-23-speculative-decoding-amd-gpus']").first.wait_for()
     charts = page.locator(CHART)
     expect(charts.filter(has_text="sensible pick at every load")).to_have_count(2, timeout=60_000)
     for gpu in ("MI300X", "MI355X"):
@@ -99,7 +100,9 @@ def test_landing_shows_every_load_and_the_clis_summary_without_interaction(page,
 
     answer = summary(split_published({k: v for k, v in doc.items() if k != "summary"})[1])
     banner = page.locator("[data-testid='stAlert'] [data-testid='stMarkdownContainer']").first
-    assert " ".join(banner.inner_text().split()) == " ".join(answer["answer"].split())
+    shown = " ".join(banner.inner_text().replace("\u2060", "").split())  # less dashboard/md.py's invisible joiners
+    # the published figures' answer first, then the simulated part's
+    assert shown.startswith("On the published figures") and shown.endswith(" ".join(answer["answer"].split()))
     page.get_by_text(answer["text"].replace("`", "")[:60]).first.wait_for()
     # the single-load view is one click away
     page.get_by_role("button", name="c = 16").click()
