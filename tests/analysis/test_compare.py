@@ -135,7 +135,7 @@ def test_shifted_mix_flags_changed_winners_and_exits_3(drift_db: Path) -> None:
         assert (g["b"]["method"], g["b"]["depth"]) not in tied_a and (g["a"]["method"], g["a"]["depth"]) not in tied_b
         assert g["gain_pct"] > 0
     shards = {r["shard"] for r in rep["retune"]}
-    assert shards == {f"MI300X/MiniMax-M2.5/chat/c={g['concurrency']}" for g in changed}
+    assert shards == {f"MI300X/MiniMax-M3/chat/c={g['concurrency']}" for g in changed}
     for r in rep["retune"]:
         assert r["speculative_config"] == (None if r["to"]["method"] == "none" else
                                            {"method": r["to"]["method"], "num_speculative_tokens": r["to"]["depth"]})

@@ -15,7 +15,7 @@ from ingest.records import CellKey, RunInfo
 from tests.conftest import cli
 
 # one model: the default store also ships published Qwen models' cells (tests/analysis/test_published_winners.py)
-ARGS = ("--family", "Qwen", "--method", "eagle3", "--workload", "code", "--model", "Qwen3.5-397B-A17B")
+ARGS = ("--family", "Qwen", "--method", "eagle3", "--workload", "code", "--model", "Qwen3.5-122B-A10B")
 
 
 def test_simulated_points_are_labelled(default_db: Path):

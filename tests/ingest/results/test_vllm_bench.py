@@ -172,11 +172,14 @@ def test_imported_cell_is_usable_by_winners_next_to_default_data(default_copy: P
         n_sim = con.execute("SELECT count(*) FROM cells JOIN runs USING (run_id) WHERE backend = 'sim' AND "
                             "gpu = 'MI300X' AND family = 'Qwen' AND workload = 'code' AND concurrency = 16"
                             ).fetchall()[0][0]
-    assert frame.height == n_sim and set(frame["backend"].to_list()) == {"sim", "import"}  # the import replaced one
+    # the file measured Qwen3.5-397B; the default data simulates the post's Qwen3.5-122B: model is a dimension, so
+    # the imported cell sits beside the simulated ones in a group of its own model, never competing with them
+    assert frame.height == n_sim + 1 and set(frame["backend"].to_list()) == {"sim", "import"}
     imported = frame.filter(frame["backend"] == "import")
     assert imported.height == 1 and imported["output_throughput"][0] == doc["output_throughput"]
-    assert res["backends"] == ["import", "sim"] and len(res["cells"]) == 1 and res["cells"][0]["winner"]
-    w = only["cells"][0]
+    assert res["backends"] == ["import", "sim"] and len(res["cells"]) == 2
+    assert {c["model"] for c in res["cells"]} == {"Qwen/Qwen3.5-397B-A17B", "Qwen/Qwen3.5-122B-A10B"}
+    [w] = [c for c in only["cells"] if c["backend"] == "import"]
     assert (w["backend"], w["winner"]["method"], w["winner"]["depth"]) == ("import", "eagle3", 3)
     # the file's own figure is the whole window (what vllm bench reports); the winner rule decides on the steady one
     assert w["winner"]["whole_window_value"] == pytest.approx(doc["output_throughput"], abs=1e-6)
