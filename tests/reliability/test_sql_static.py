@@ -33,6 +33,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("analysis/frames.py", "values"): "joins 'b.<metric>' for metrics checked against ddl.COLUMNS['cell_bootstrap'] "
                                       "just above, aliased v0, v1 …",
     ("analysis/production/load.py", "where"): "_where() joins fixed column names; every value is a bound ? parameter",
+    ("analysis/production/load.py", "cols"): "the fixed SAMPLE_COLS names; counters wrapped by _counter() (fixed text)",
     ("analysis/production/load.py", "' AND '.join(clauses)"): "fixed 'c.<column> = ?' clauses; values are bound",
     ("ingest/store.py", "table"): "loops over fixed tuples of store table names / schema.metadata tables",
     ("ingest/store.py", "names"): "column names from ingest/ddl.py COLUMNS (compiled from the schema), quoted",

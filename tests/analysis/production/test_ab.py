@@ -84,7 +84,7 @@ def test_a_store_holding_nan_buckets_and_lying_counters_reads_as_without_them(db
     with store.session(db, read_only=True) as con:
         clean = ab_report(con, ("chat",), None, None, None, None, opts)
     with store.session(dirty, read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM watch_histograms WHERE isnan(le)").fetchone()[0] == 80 * 3
+        assert con.execute("SELECT count(*) FROM watch_histograms WHERE isnan(le)").fetchall() == [(80 * 3,)]
         got = ab_report(con, ("chat",), None, None, None, None, opts)
         thr = ab_report(con, ("chat",), None, None, None, None, ABOptions(metric="output_throughput_per_gpu"))
     assert got["verdict"] == clean["verdict"] == "winner" and got["winner"] == "dep-b"

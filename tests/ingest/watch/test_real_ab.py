@@ -141,6 +141,6 @@ def test_ab_of_two_real_servers_names_a_winner_or_a_tie(servers: dict[int, VllmS
         assert not at.exception, [e.message for e in at.exception]
         text = " ".join(m.value for m in at.markdown)
         assert "A/B" in " ".join(h.value for h in at.subheader)
-        assert ("Winner:" in text) or ("Tie" in text) or ("Too early" in text)
+        assert ("**Clear:" in text) or ("**Tie**" in text) or ("Too early" in text), text
     finally:
         os.environ.pop("SPECTUNE_DB", None)
