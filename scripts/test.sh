@@ -28,4 +28,6 @@ bash scripts/setup_vllm_cpu.sh "$PWD/.vllm-cpu"
 export SPECTUNE_VLLM_ENV="$PWD/.vllm-cpu"
 
 python3 -m ruff check .
-python3 -m pytest --durations=25 "$@"  # the slowest tests are listed, to keep CI well inside its time
+# Two workers, one test file per worker at a time (module fixtures such as a vLLM server or a browser are shared
+# within a file); the slowest tests are listed, to keep CI well inside its time.
+python3 -m pytest -n "${SPECTUNE_TEST_WORKERS:-2}" --dist loadfile --durations=25 "$@"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 REPO = Path(__file__).resolve().parent.parent
 # Tests check what commands compute; the answer cache (analysis/cli/answer_cache.py) would replay an answer past a
@@ -53,13 +55,31 @@ def cli(module: str, *args: str, db: Path | None = None, timeout: float = 600,
                           text=True, timeout=timeout)
 
 
+def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> tuple[Path, FileLock]:
+    """A folder every pytest-xdist worker of this run sees (the run's base temp), and a lock to build it once.
+
+    Without workers it is a fresh folder of this session. Session fixtures that build something expensive and
+    read-only (the default store, the 12 M-row store) build it once under the lock; the others wait and reuse it.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        folder = tmp_path_factory.mktemp(name)
+        return folder, FileLock(str(folder / ".lock"))
+    folder = tmp_path_factory.getbasetemp().parent / f"shared-{name}"
+    folder.mkdir(exist_ok=True)
+    return folder, FileLock(str(folder) + ".lock")
+
+
 @pytest.fixture(scope="session")
 def default_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The embedded default data built into a fresh store (read-only use, please)."""
     from ingest.default_data import build_default_db
 
-    path = tmp_path_factory.mktemp("default") / "default.duckdb"
-    build_default_db(path)
+    folder, lock = shared_folder(tmp_path_factory, "default")
+    path = folder / "default.duckdb"
+    with lock:
+        if not (folder / "built").exists():
+            build_default_db(path)
+            (folder / "built").write_text("ok")
     return path
 
 
@@ -71,7 +91,15 @@ def big_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     from tests.big_store import build_big_store, existing_big_store
 
     given = os.environ.get("SPECTUNE_BIG_STORE")
-    return existing_big_store(Path(given)) if given else build_big_store(tmp_path_factory.mktemp("big_store"))
+    if given:
+        return existing_big_store(Path(given))
+    folder, lock = shared_folder(tmp_path_factory, "big_store")
+    with lock:
+        if (folder / "built.json").exists():
+            return (folder / "big.duckdb"), json.loads((folder / "built.json").read_text())
+        path, facts = build_big_store(folder)
+        (folder / "built.json").write_text(json.dumps(facts))
+        return path, facts
 
 
 @pytest.fixture
