@@ -47,4 +47,10 @@ def store_failure(exc: BaseException, db: str | Path) -> UsageError | None:
     for prefix in ("FATAL Error: ", "IO Error: ", "Serialization Error: ", "INTERNAL Error: "):
         reason = reason.removeprefix(prefix)
     reason = reason.replace(f' "{db}"', "")  # the path is said once, first
+    if any(full in reason for full in ("No space left on device", "Disk quota exceeded", "File too large")):
+        # DuckDB rolls the failed transaction back: the store keeps what it had before it (tests/reliability/
+        # test_disk_full.py reads it back); a run's own row may have landed first (docs/reliability.md §5d)
+        return UsageError(f"{_printable(str(db))}: no room to write the store (disk full, quota or file-size "
+                          f"limit); this write was rolled back; free some space or use another --db "
+                          f"({reason[:200]})")
     return UsageError(f"{_printable(str(db))}: the store cannot be used (damaged or not spectune's?): {reason[:300]}")

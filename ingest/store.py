@@ -253,6 +253,33 @@ def _check_spectune(have: set[tuple[str, str]], path: Path) -> None:
                          "backup or an export, or use another --db")
 
 
+def _type_kind(duck_type: str) -> str:
+    """The kind of a DuckDB column type that matters to readers: a number read as text (or the reverse) breaks
+    every comparison, while INTEGER against SMALLINT does not."""
+    t = duck_type.upper()
+    if t.endswith("[]") or t.startswith(("STRUCT", "MAP", "LIST")):
+        return "nested"
+    if t.startswith(("VARCHAR", "TEXT", "STRING", "BLOB")):
+        return "text"
+    if t.startswith(("TIMESTAMP", "DATE", "TIME")):
+        return "time"
+    if t.startswith("BOOL"):
+        return "boolean"
+    return "number"
+
+
+def _check_types(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A column of a kind spectune never writes (a text ``depth``, say) is damage: named, exit 2, nothing
+    written — instead of a DuckDB binder error on the first query, or rows appended to it."""
+    rows = con.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
+                       "WHERE database_name = current_database() AND schema_name = current_schema()").fetchall()
+    for table, column, kind in rows:
+        want = ddl.COLUMN_TYPES.get(table, {}).get(column)
+        if want is not None and _type_kind(kind) != _type_kind(want):
+            raise StoreError(f"{path}: the store is damaged: column {table}.{column} is {kind} where spectune "
+                             f"stores {want}; restore it from a backup or an export, or use another --db")
+
+
 def _store_columns(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
     """(table, column) of every column in the store's main schema."""
     return {(t, c) for t, c in con.execute(
@@ -312,6 +339,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     have = _store_columns(con)
     if have:  # an existing file: spectune's (else refused before any table is added), checked for damage
         _check_spectune(have, path)
+        _check_types(con, path)
         check_version(con, path)
         found = stored_version(con, path)
         if str(path.resolve()) in _ENSURED and found == ddl.SCHEMA_VERSION:
@@ -369,6 +397,7 @@ def _open_reader(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
     try:
         have = _store_columns(con)
         _check_spectune(have, path)
+        _check_types(con, path)
         check_version(con, path)
         old = _outdated(con, have, path)
     except Exception:

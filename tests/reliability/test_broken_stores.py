@@ -71,6 +71,13 @@ def _version_word(template: Path, db: Path) -> None:
     con.close()
 
 
+def _text_depth(template: Path, db: Path) -> None:
+    _copy(template, db)
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE cells ALTER depth TYPE VARCHAR")  # another tool rewrote the column as text
+    con.close()
+
+
 def _foreign(template: Path, db: Path) -> None:
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE invoices (number INTEGER, customer VARCHAR, total DECIMAL(10, 2))")
@@ -105,6 +112,7 @@ BROKEN: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "no-cells": (_without_cells, "table cells is missing"),
     "version-word": (_version_word, "schema version 'four-ish' is not a number"),
     "foreign": (_foreign, "not a spectune store"),
+    "text-depth": (_text_depth, "column cells.depth is VARCHAR where spectune stores"),
     "scribbled": (_scribbled, ""),
     "fifo-wal": (_fifo_wal, "write-ahead log is a FIFO"),
 }
