@@ -88,6 +88,8 @@ def _time(v: Any, path: Path, line: int) -> datetime:
         if t.tzinfo is None:
             raise InputError(path, line, f"'ts' {v[:40]!r} has no time zone: add Z or +hh:mm, or give unix seconds")
         return t.astimezone(UTC).replace(tzinfo=None)
+    if v is not None:
+        raise InputError(path, line, f"'ts' is {type(v).__name__}: give ISO 8601 text with a zone or unix seconds")
     raise InputError(path, line, "'ts' is missing: every line needs the request's time (ISO 8601 or unix seconds)")
 
 

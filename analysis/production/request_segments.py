@@ -8,10 +8,11 @@ server's counters make (spec_decode_num_accepted_tokens, _num_draft_tokens, _num
 
 Intervals are a Poisson bootstrap over requests (ratio of weighted sums; one request is one unit, so unlike the
 watch's scrape intervals units do not straddle each other); fewer than :data:`MIN_REQUESTS` requests give no
-interval (a width from two requests would be a guess drawn as if measured). A segment whose requests all accepted
-nothing (or everything) gets the exact binomial bound over its requests instead of a zero-width interval. Each
-segment × config is then re-scored with its own acceptance by the drift decision (analysis/production/drift.py
-``decide``), as a watch segment is.
+interval (a width from two requests would be a guess drawn as if measured); above :data:`LARGE` requests the
+delta-method interval of the same ratio stands in (the bootstrap's limit, one pass instead of hundreds). A
+segment whose requests all accepted nothing (or everything) gets the exact binomial bound over its requests
+instead of a zero-width interval. Each segment × config is then re-scored with its own acceptance by the drift
+decision (analysis/production/drift.py ``decide``), as a watch segment is.
 
 JSON (``request_segments`` of ``analysis drift``): ``by``, ``label_keys``, ``segments: [{segment, by, value, target,
 family, method, depth, gpu, workload, requests, production: {acceptance_rate, acceptance_rate_ci,
@@ -32,9 +33,10 @@ import polars as pl
 from analysis.production import request_load
 from analysis.production.drift import DriftOptions, decide
 
-REPLICATES = 1000
+REPLICATES = 400  # as the watch windows (analysis/production/windows.py)
 MIN_REQUESTS = 5
-CHUNK = 20_000  # requests per block of Poisson weights: memory stays REPLICATES × CHUNK whatever the log's size
+LARGE = 50_000  # above this many requests the linearised (delta-method) interval stands in for the bootstrap
+CHUNK = 5_000  # requests per block of Poisson weights: memory stays REPLICATES × CHUNK whatever the log size
 PREFERRED_KEYS = ("tenant", "route", "workload")
 NO_LABEL = "(no label)"
 SOURCE = "per-request spec-decode metrics (vLLM --per-request-spec-decode-metrics) from an imported request log"
@@ -72,6 +74,18 @@ def _edge(lo: float, hi: float, top: float, n: int) -> tuple[float, float]:
     return lo, hi
 
 
+def _delta(num: np.ndarray, den: np.ndarray, top: float) -> tuple[float | None, float | None]:
+    """The 95 % normal interval of Σnum/Σden from its linearisation over requests (what the bootstrap converges
+    to with this many requests, in one pass instead of REPLICATES)."""
+    total = den.sum()
+    if total <= 0:
+        return None, None
+    r = num.sum() / total
+    n = num.size
+    se = float(np.sqrt(np.square(num - r * den).sum() * n / (n - 1)) / total)
+    return _edge(max(0.0, r - 1.96 * se), min(top, r + 1.96 * se), top, n)
+
+
 def ratio_intervals(num: np.ndarray, dens: list[np.ndarray], seed: int, tops: list[float],
                     reps: int = REPLICATES) -> list[tuple[float | None, float | None]]:
     """95 % Poisson-bootstrap intervals of Σnum/Σden over requests, one per denominator, from the same weights;
@@ -79,6 +93,8 @@ def ratio_intervals(num: np.ndarray, dens: list[np.ndarray], seed: int, tops: li
     none: list[tuple[float | None, float | None]] = [(None, None)] * len(dens)
     if num.size < MIN_REQUESTS:
         return none
+    if num.size > LARGE:
+        return [_delta(num, den, top) for den, top in zip(dens, tops, strict=True)]
     rng = np.random.default_rng(seed)
     wn = np.zeros(reps)
     wd = [np.zeros(reps) for _ in dens]
