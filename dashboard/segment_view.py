@@ -27,13 +27,13 @@ def by_param(keys: list[str]) -> Param:
 def _verdict(s: dict) -> None:
     rec, name = s.get("recommendation"), md.text(f"{s['target']} · {s['segment']}")
     if s["status"] == "winner_changed":
-        st.error(f"**{name}** runs {candidate(s['method'], s['depth'])}; with this segment's acceptance "
-                 f"**{candidate(rec['method'], rec['depth'])}** is now the pick "
+        st.error(f"**{name}** runs {md.text(candidate(s['method'], s['depth']))}; with this segment's acceptance "
+                 f"**{md.text(candidate(rec['method'], rec['depth']))}** is now the pick "
                  f"({rec['gain_vs_deployed_pct']:+.1f} % vs running). Deploy: {md.text(rec['vllm_args'] or '')}",
                  icon=":material/notifications_active:")
     elif rec:
-        st.success(f"**{name}** ({candidate(s['method'], s['depth'])}): no change — pick "
-                   f"{candidate(rec['method'], rec['depth'])} ({'clear' if rec['clear'] else 'tie'}).")
+        st.success(f"**{name}** ({md.text(candidate(s['method'], s['depth']))}): no change — pick "
+                   f"{md.text(candidate(rec['method'], rec['depth']))} ({'clear' if rec['clear'] else 'tie'}).")
     else:
         st.info(f"**{name}**: " + md.text(f"{s['status'].replace('_', ' ')} — {s.get('why', '')}"))
 
