@@ -229,3 +229,20 @@ def test_a_schema_4_store_is_upgraded_and_keeps_its_rows(default_db: Path, tmp_p
         assert sql.one(con, "SELECT count(*) FROM cells")[0] == cells
         assert sql.one(con, "SELECT count(*) FROM request_log_rows")[0] == len(_lines())
     assert ddl.SCHEMA_VERSION == 5
+
+
+@pytest.mark.parametrize("kind", ["zero-byte", "foreign"])
+def test_a_broken_or_foreign_store_is_refused_and_left_as_it_was(kind: str, tmp_path: Path) -> None:
+    import duckdb
+
+    db = tmp_path / "s.duckdb"
+    if kind == "zero-byte":
+        db.write_bytes(b"")
+    else:
+        con = duckdb.connect(str(db))
+        con.execute("CREATE TABLE invoices (id INTEGER)")
+        con.close()
+    before = _digest(db)
+    res = cli("ingest", "requests", str(REAL), "--target", "t", "--db", str(db))
+    assert res.returncode == 2 and res.stderr.startswith(f"error: {db}: ") and res.stderr.count("\n") == 1
+    assert res.stdout == "" and _digest(db) == before
