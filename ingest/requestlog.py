@@ -43,23 +43,24 @@ SPEC_KEYS = ("acceptance_histogram", "num_spec_steps", "num_accepted_draft_token
 TIME_MIN, TIME_MAX = 0.0, 4_102_444_800.0  # 1970 .. 2100: outside it a number is not a request's time
 
 
+ROW_SCHEMA = {"line": "Int32", "ts": "Datetime", "labels": "String", "model": "String", "depth": "Int32",
+              "prompt_tokens": "Int32", "completion_tokens": "Int32", "spec_steps": "Int32", "draft_tokens": "Int32",
+              "accepted_tokens": "Int32", "acceptance_histogram": "List"}
+CHUNK_ROWS = 50_000  # rows gathered as Python values before they become a compact polars chunk
+
+
 @dataclass(slots=True)
 class RequestLog:
-    """A validated request log, ready to land: one entry per landed line in each column list."""
+    """A validated request log, ready to land: its rows as polars chunks (``request_log_rows`` without ``log_id``),
+    so a log of a million requests is held as columns, not a million dicts."""
 
     path: Path
     file_hash: str
-    lines: list[int] = field(default_factory=list)
-    ts: list[datetime] = field(default_factory=list)
-    labels: list[str] = field(default_factory=list)
-    model: list[str | None] = field(default_factory=list)
-    depth: list[int] = field(default_factory=list)
-    prompt_tokens: list[int | None] = field(default_factory=list)
-    completion_tokens: list[int | None] = field(default_factory=list)
-    spec_steps: list[int] = field(default_factory=list)
-    draft_tokens: list[int] = field(default_factory=list)
-    accepted_tokens: list[int] = field(default_factory=list)
-    histogram: list[list[int]] = field(default_factory=list)
+    chunks: list[Any] = field(default_factory=list)
+    pending: dict[str, list] = field(default_factory=lambda: {c: [] for c in ROW_SCHEMA})
+    rows: int = 0
+    label_names: set[str] = field(default_factory=set)
+    depths: set[int] = field(default_factory=set)
     skipped: int = 0
     skipped_why: dict[str, int] = field(default_factory=dict)
 
@@ -68,7 +69,34 @@ class RequestLog:
         return "rl-" + self.file_hash[:16]
 
     def __len__(self) -> int:
-        return len(self.lines)
+        return self.rows
+
+    def add(self, row: dict[str, Any]) -> None:
+        for c, v in row.items():
+            self.pending[c].append(v)
+        self.rows += 1
+        self.depths.add(row["depth"])
+        if len(self.pending["line"]) >= CHUNK_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending["line"]:
+            self.chunks.append(_chunk(self.pending))
+            self.pending = {c: [] for c in ROW_SCHEMA}
+
+    def frame(self) -> Any:
+        """All rows as one polars frame in ``request_log_rows``' columns (without ``log_id``)."""
+        import polars as pl
+
+        self.flush()
+        return pl.concat(self.chunks) if self.chunks else _chunk(self.pending)
+
+
+def _chunk(cols: dict[str, list]) -> Any:
+    import polars as pl
+
+    kinds = {"Int32": pl.Int32, "Datetime": pl.Datetime("us"), "String": pl.String, "List": pl.List(pl.Int32)}
+    return pl.DataFrame(cols, schema={c: kinds[k] for c, k in ROW_SCHEMA.items()})
 
 
 def _count(v: Any) -> bool:
@@ -210,6 +238,7 @@ def read(path: Path) -> RequestLog:
     regular_file_size(path, 1 << 62)  # a FIFO, device or folder is refused before a read; the cap is on bytes read
     sha = hashlib.sha256()
     log = RequestLog(path=path, file_hash="")
+    seen_labels: set[str] = set()
     for n, text in _lines(path, limit, sha):
         if not text.strip():
             continue
@@ -235,35 +264,21 @@ def read(path: Path) -> RequestLog:
         _check_spec(spec, path, n)
         usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
         model = resp.get("model")
-        log.lines.append(n)
-        log.ts.append(ts)
-        log.labels.append(labels)
-        log.model.append(model if isinstance(model, str) else None)
-        log.depth.append(spec["num_spec_tokens"])
-        log.prompt_tokens.append(usage.get("prompt_tokens") if _count(usage.get("prompt_tokens")) else None)
-        log.completion_tokens.append(usage.get("completion_tokens")
-                                     if _count(usage.get("completion_tokens")) else None)
-        log.spec_steps.append(spec["num_spec_steps"])
-        log.draft_tokens.append(spec["num_draft_tokens"])
-        log.accepted_tokens.append(spec["num_accepted_draft_tokens"])
-        log.histogram.append(list(spec["acceptance_histogram"]))
+        if labels not in seen_labels:  # label sets repeat: parse each distinct one once
+            seen_labels.add(labels)
+            log.label_names.update(json.loads(labels))
+        log.add({"line": n, "ts": ts, "labels": labels, "model": model if isinstance(model, str) else None,
+                 "depth": spec["num_spec_tokens"],
+                 "prompt_tokens": usage.get("prompt_tokens") if _count(usage.get("prompt_tokens")) else None,
+                 "completion_tokens": usage.get("completion_tokens") if _count(usage.get("completion_tokens"))
+                 else None,
+                 "spec_steps": spec["num_spec_steps"], "draft_tokens": spec["num_draft_tokens"],
+                 "accepted_tokens": spec["num_accepted_draft_tokens"],
+                 "acceptance_histogram": list(spec["acceptance_histogram"])})
     log.file_hash = sha.hexdigest()
-    if not log.lines:
+    if not log.rows:
         why = "; ".join(f"{n} {w}" for w, n in log.skipped_why.items()) or "no lines"
         raise InputError(path, 0, f"no request with per-request spec-decode metrics ({why}): start vLLM with "
                                   "--per-request-spec-decode-metrics summary and log each response whole")
     return log
 
-
-def frame(log: RequestLog) -> Any:
-    """The log's rows as a polars frame in ``request_log_rows``' columns (without ``log_id``)."""
-    import polars as pl
-
-    return pl.DataFrame({
-        "line": log.lines, "ts": log.ts, "labels": log.labels, "model": log.model, "depth": log.depth,
-        "prompt_tokens": log.prompt_tokens, "completion_tokens": log.completion_tokens,
-        "spec_steps": log.spec_steps, "draft_tokens": log.draft_tokens, "accepted_tokens": log.accepted_tokens,
-        "acceptance_histogram": log.histogram,
-    }, schema={"line": pl.Int32, "ts": pl.Datetime("us"), "labels": pl.String, "model": pl.String,
-               "depth": pl.Int32, "prompt_tokens": pl.Int32, "completion_tokens": pl.Int32, "spec_steps": pl.Int32,
-               "draft_tokens": pl.Int32, "accepted_tokens": pl.Int32, "acceptance_histogram": pl.List(pl.Int32)})

@@ -35,10 +35,12 @@ from analysis.production.drift import DriftOptions, decide
 
 REPLICATES = 400  # as the watch windows (analysis/production/windows.py)
 MIN_REQUESTS = 5
-LARGE = 50_000  # above this many requests the linearised (delta-method) interval stands in for the bootstrap
+LARGE = 1_000  # above this many requests the linearised (delta-method) interval stands in for the bootstrap
 CHUNK = 5_000  # requests per block of Poisson weights: memory stays REPLICATES × CHUNK whatever the log size
 PREFERRED_KEYS = ("tenant", "route", "workload")
 NO_LABEL = "(no label)"
+OTHER = "(other values)"
+MAX_SEGMENTS = 50  # label values shown (and re-scored) one by one; the rest are one segment
 SOURCE = "per-request spec-decode metrics (vLLM --per-request-spec-decode-metrics) from an imported request log"
 
 
@@ -180,6 +182,13 @@ def segments_report(con: duckdb.DuckDBPyConnection, q: SegmentQuery, opts: Drift
     if r.height == 0:
         doc["warnings"].append(f"no logged requests for label {by!r} in this period")
         return doc
+    values = r["value"].value_counts(sort=True)
+    if values.height > MAX_SEGMENTS:  # a label such as a user id: each value re-scored would take hours
+        keep = values["value"].head(MAX_SEGMENTS).to_list()
+        r = r.with_columns(pl.when(pl.col("value").is_in(keep)).then(pl.col("value")).otherwise(pl.lit(OTHER))
+                           .alias("value"))
+        doc["warnings"].append(f"label {by!r} has {values.height} values: the {MAX_SEGMENTS} with most requests are "
+                               f"shown, the other {values.height - MAX_SEGMENTS} together as {OTHER!r}")
     r = r.with_columns(_window_start(q.window_s))
     for key, g in r.group_by(list(GROUP), maintain_order=True):
         grp = dict(zip(GROUP, key, strict=True))
@@ -194,6 +203,9 @@ def segments_report(con: duckdb.DuckDBPyConnection, q: SegmentQuery, opts: Drift
                   "generation_tokens": float(g["completion_tokens"].fill_null(0).sum()),
                   "prompt_tokens": float(g["prompt_tokens"].fill_null(0).sum())}
         row = decide(con, group, totals, opts) if q.decide else {**group, "status": "not_decided"}
+        if not grp["family"] or not grp["method"]:  # decide() speaks of a targets file; here it was the import
+            row["why"] = ("the request log was imported without --family and --method: re-import it with them to "
+                          "compare with the benchmark")
         row.update({"segment": name, "by": by, "value": grp["value"], "target": grp["target"],
                     "requests": g.height, "production": prod})
         if mixed:
@@ -202,7 +214,7 @@ def segments_report(con: duckdb.DuckDBPyConnection, q: SegmentQuery, opts: Drift
                           for (w,), wg in g.group_by(["window"], maintain_order=True)]
         doc["segments"].append(row)
         doc["warnings"] += [w for w in row.get("warnings", []) if w not in doc["warnings"]]
-    doc["segments"].sort(key=lambda s: (s["target"], s["value"] == NO_LABEL, s["value"], s["depth"] or 0))
+    doc["segments"].sort(key=lambda s: (s["target"], s["value"] in (NO_LABEL, OTHER), s["value"], s["depth"] or 0))
     doc["changed"] = [f"{s['target']} · {s['segment']}" for s in doc["segments"] if s["status"] == "winner_changed"]
     return doc
 

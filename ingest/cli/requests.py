@@ -47,14 +47,14 @@ def run(args: argparse.Namespace) -> int:
     caps.set_from_flag(caps.IMPORT_CAP, args.max_file_bytes)
     meta = {k: _text(getattr(args, k), f"--{k}") for k in ("target", "family", "method", "gpu", "workload")}
     log = requestlog.read(args.file)  # every line checked before any write
-    rows = requestlog.frame(log)
+    rows = log.frame()
     with store.session(args.db) as con:
         seen = store.write_request_log(con, {"log_id": log.log_id, **meta, "source_path": str(args.file),
                                              "requests": len(log), "skipped": log.skipped}, rows)
-    labels = sorted({k for text in set(log.labels) for k in json.loads(text)})
+    labels = sorted(log.label_names)
     doc = {"log_id": log.log_id, "target": meta["target"], "path": str(args.file), "requests": len(log),
            "skipped": log.skipped, "skipped_why": log.skipped_why, "new": seen is None,
-           "already_imported_for": seen, "labels": labels, "depths": sorted(set(log.depth))}
+           "already_imported_for": seen, "labels": labels, "depths": sorted(log.depths)}
     if log.skipped:
         why = ", ".join(f"{n} {w}" for w, n in log.skipped_why.items())
         print(f"warning: {args.file}: {log.skipped} line(s) skipped ({why})", file=sys.stderr)

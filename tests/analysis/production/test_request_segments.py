@@ -129,3 +129,21 @@ def test_a_million_requests_get_the_bootstraps_interval_in_one_pass() -> None:
     ((dlo, dhi),) = ratio_intervals(part_n, [part_d], seed=2, tops=[1.0])
     ((blo, bhi),) = ratio_intervals(part_n[:LARGE], [part_d[:LARGE]], seed=2, tops=[1.0])
     assert dhi - dlo == pytest.approx(bhi - blo, rel=0.15) and dlo == pytest.approx(blo, abs=(bhi - blo) * 0.2)
+
+
+def test_a_label_with_many_values_shows_the_largest_and_folds_the_rest(tmp_path: Path) -> None:
+    """A label such as a user id: 60 values, each re-scored, would take hours; the 50 largest are segments, the
+    other 10 one "(other values)" segment, and every request still counts once."""
+    from analysis.production.request_segments import MAX_SEGMENTS, OTHER
+
+    db = tmp_path / "s.duckdb"
+    rows = [r for i in range(60) for r in requestlogs.lines({"user": f"u{i:02d}"}, 0.5, 4, n=2 + (i < 50), seed=i)]
+    res = cli("ingest", "requests", str(requestlogs.write(tmp_path / "gw.jsonl", rows)), "--target", "t",
+              "--db", str(db))
+    assert res.returncode == 0, res.stderr
+    with store.session(db, read_only=True) as con:
+        doc = segments_report(con, SegmentQuery(by="user", decide=False))
+    names = [s["value"] for s in doc["segments"]]
+    assert len(names) == MAX_SEGMENTS + 1 and names[-1] == OTHER and set(names[:-1]) == {f"u{i:02d}" for i in range(50)}
+    assert sum(s["requests"] for s in doc["segments"]) == len(rows) and doc["segments"][-1]["requests"] == 20
+    assert any("60 values" in w for w in doc["warnings"])
