@@ -147,3 +147,18 @@ def test_a_label_with_many_values_shows_the_largest_and_folds_the_rest(tmp_path:
     assert len(names) == MAX_SEGMENTS + 1 and names[-1] == OTHER and set(names[:-1]) == {f"u{i:02d}" for i in range(50)}
     assert sum(s["requests"] for s in doc["segments"]) == len(rows) and doc["segments"][-1]["requests"] == 20
     assert any("60 values" in w for w in doc["warnings"])
+
+
+def test_a_depth_change_inside_one_log_is_two_configs_of_the_same_tenant(tmp_path: Path) -> None:
+    """The server restarted with another num_speculative_tokens mid-log: each response says its own k, so the
+    tenant's requests split by config instead of mixing depths in one rate."""
+    rows = (requestlogs.lines({"tenant": "a"}, 0.6, 4, n=10, seed=1)
+            + requestlogs.lines({"tenant": "a"}, 0.4, 6, n=10, seed=2, start=fleet.T0 + 1000))
+    db = tmp_path / "s.duckdb"
+    res = cli("ingest", "requests", str(requestlogs.write(tmp_path / "gw.jsonl", rows)), "--target", "t",
+              "--method", "ngram", "--db", str(db), "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)["depths"] == [4, 6], res.stderr
+    with store.session(db, read_only=True) as con:
+        doc = segments_report(con, SegmentQuery(decide=False))
+    assert [(s["value"], s["depth"], s["requests"], len(s["production"]["per_position"])) for s in doc["segments"]] == [
+        ("a", 4, 10, 4), ("a", 6, 10, 6)]
