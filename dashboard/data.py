@@ -255,3 +255,27 @@ def ab_frame(doc: dict) -> pl.DataFrame:
     from analysis.production.frames import ab_arms
 
     return ab_arms(doc)
+
+
+# ---- acceptance by segment inside one deployment (ingest requests → analysis.production.request_segments) ----
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def request_label_keys(path: str, st_: tuple) -> list[str]:
+    from analysis.production import request_load
+
+    with _reader(path).connection() as con:
+        return request_load.label_keys(con)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner="Re-scoring each segment with its acceptance from requests…")
+def request_segments_doc(path: str, st_: tuple, by: str, window_s: float) -> dict:
+    from analysis.production.request_segments import SegmentQuery, segments_report
+
+    with _reader(path).connection() as con:
+        return segments_report(con, SegmentQuery(by=by, window_s=window_s))
+
+
+def request_segment_frames(doc: dict) -> dict[str, pl.DataFrame]:
+    from analysis.production.request_segments import segments_frame, windows_frame
+
+    return {"segments": segments_frame(doc), "windows": windows_frame(doc)}

@@ -1,4 +1,4 @@
-"""``python -m ingest results|export|trace|watch`` — the ingest command line (DESIGN's CLI contract).
+"""``python -m ingest results|export|trace|requests|watch`` — the ingest command line (DESIGN's CLI contract).
 
 Subcommands register in :data:`COMMANDS` (name → (add_arguments, run, help), or a LazyCommand); ``trace`` lives
 in ``ingest/cli/trace.py`` and is imported only when run. Each prints one JSON document with ``--json``.
@@ -98,13 +98,15 @@ COMMANDS: dict[str, AnyCommand] = {
     "export": (_export_args, _export, "write runs as a spectune Parquet export folder"),
     "trace": LazyCommand("ingest.cli.trace", "read a traffic trace (Azure, BurstGPT, Mooncake, ShareGPT, JSONL, "
                                              "CSV, Parquet) and store it for re-scoring"),
+    "requests": LazyCommand("ingest.cli.requests", "land a request log (per-request spec-decode metrics with "
+                                                   "tenant/route/workload labels) for acceptance by segment"),
     "watch": LazyCommand("ingest.watch.cli", "collect production spec-decode counters (vLLM /metrics, "
                                              "Prometheus) into the store"),
 }
 
 
 # Subcommands that write the store (``export`` reads it, ``watch`` writes every scrape and never ends).
-WRITES_STORE = frozenset({"results", "trace"})
+WRITES_STORE = frozenset({"results", "trace", "requests"})
 
 
 def build_parser(argv: list[str] | None = None, *, only_selected: bool = False) -> argparse.ArgumentParser:

@@ -4,7 +4,7 @@ change (tests/ingest/test_store.py fails while this is stale).
 The store's DDL (DuckDB dialect), column lists and version as plain data, so opening the store never imports
 SQLAlchemy."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     'meta': (
@@ -227,6 +227,32 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'ts',
         'kind',
         'detail',
+    ),
+    'request_logs': (
+        'log_id',
+        'target',
+        'source_path',
+        'imported_at',
+        'family',
+        'method',
+        'gpu',
+        'workload',
+        'requests',
+        'skipped',
+    ),
+    'request_log_rows': (
+        'log_id',
+        'line',
+        'ts',
+        'labels',
+        'model',
+        'depth',
+        'prompt_tokens',
+        'completion_tokens',
+        'spec_steps',
+        'draft_tokens',
+        'accepted_tokens',
+        'acceptance_histogram',
     ),
 }
 
@@ -453,6 +479,32 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'kind': 'VARCHAR',
         'detail': 'VARCHAR',
     },
+    'request_logs': {
+        'log_id': 'VARCHAR',
+        'target': 'VARCHAR',
+        'source_path': 'VARCHAR',
+        'imported_at': 'TIMESTAMP WITHOUT TIME ZONE',
+        'family': 'VARCHAR',
+        'method': 'VARCHAR',
+        'gpu': 'VARCHAR',
+        'workload': 'VARCHAR',
+        'requests': 'INTEGER',
+        'skipped': 'INTEGER',
+    },
+    'request_log_rows': {
+        'log_id': 'VARCHAR',
+        'line': 'INTEGER',
+        'ts': 'TIMESTAMP WITHOUT TIME ZONE',
+        'labels': 'VARCHAR',
+        'model': 'VARCHAR',
+        'depth': 'INTEGER',
+        'prompt_tokens': 'INTEGER',
+        'completion_tokens': 'INTEGER',
+        'spec_steps': 'INTEGER',
+        'draft_tokens': 'INTEGER',
+        'accepted_tokens': 'INTEGER',
+        'acceptance_histogram': 'INTEGER[]',
+    },
 }
 
 DDL: tuple[str, ...] = (
@@ -602,6 +654,38 @@ DDL: tuple[str, ...] = (
         '\tcell_id VARCHAR, \n'
         '\tcell_column VARCHAR, \n'
         '\tPRIMARY KEY (run_id, line)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS request_log_rows (\n'
+        '\tlog_id VARCHAR NOT NULL, \n'
+        '\tline INTEGER NOT NULL, \n'
+        '\tts TIMESTAMP WITHOUT TIME ZONE NOT NULL, \n'
+        '\tlabels VARCHAR NOT NULL, \n'
+        '\tmodel VARCHAR, \n'
+        '\tdepth INTEGER, \n'
+        '\tprompt_tokens INTEGER, \n'
+        '\tcompletion_tokens INTEGER, \n'
+        '\tspec_steps INTEGER, \n'
+        '\tdraft_tokens INTEGER, \n'
+        '\taccepted_tokens INTEGER, \n'
+        '\tacceptance_histogram INTEGER[], \n'
+        '\tPRIMARY KEY (log_id, line)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS request_logs (\n'
+        '\tlog_id VARCHAR NOT NULL, \n'
+        '\ttarget VARCHAR NOT NULL, \n'
+        '\tsource_path VARCHAR, \n'
+        '\timported_at TIMESTAMP WITHOUT TIME ZONE, \n'
+        '\tfamily VARCHAR, \n'
+        '\tmethod VARCHAR, \n'
+        '\tgpu VARCHAR, \n'
+        '\tworkload VARCHAR, \n'
+        '\trequests INTEGER, \n'
+        '\tskipped INTEGER, \n'
+        '\tPRIMARY KEY (log_id)\n'
         ')'
     ),
     (

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 metadata = MetaData()
 
 meta = Table(
@@ -292,6 +292,40 @@ watch_events = Table(
     Column("ts", DateTime, primary_key=True),
     Column("kind", String, primary_key=True),  # error | config_change | relabel
     Column("detail", String),
+)
+
+# ---- request logs (ingest/requestlog/): per-request spec-decode metrics joined to request attributes ----
+# vLLM's /metrics counters are per server and model name; a gateway's request log carries each response's
+# ``metrics.speculative_decoding`` (``--per-request-spec-decode-metrics``) beside the request's labels (tenant,
+# route, workload ...), so acceptance splits by any label inside one deployment. v5.
+request_logs = Table(
+    "request_logs", metadata,
+    Column("log_id", String, primary_key=True),  # = file hash: the same file twice is one log
+    Column("target", String, nullable=False),  # the deployment (server or fleet) the requests went to
+    Column("source_path", String),
+    Column("imported_at", DateTime),
+    Column("family", String),
+    Column("method", String),
+    Column("gpu", String),
+    Column("workload", String),  # the deployment's workload when a request has no ``workload`` label
+    Column("requests", Integer),  # lines landed
+    Column("skipped", Integer),  # lines without per-request spec-decode metrics (n > 1, errors, flag off)
+)
+
+request_log_rows = Table(
+    "request_log_rows", metadata,
+    Column("log_id", String, primary_key=True),
+    Column("line", Integer, primary_key=True, autoincrement=False),  # 1-based line in the imported file
+    Column("ts", DateTime, nullable=False),  # UTC
+    Column("labels", String, nullable=False),  # JSON object {label: text}, keys sorted
+    Column("model", String),  # the response's ``model``
+    Column("depth", Integer, autoincrement=False),  # num_spec_tokens
+    Column("prompt_tokens", Integer),
+    Column("completion_tokens", Integer),
+    Column("spec_steps", Integer),  # num_spec_steps (vLLM's drafts)
+    Column("draft_tokens", Integer),  # num_draft_tokens
+    Column("accepted_tokens", Integer),  # num_accepted_draft_tokens
+    Column("acceptance_histogram", ARRAY(Integer).with_variant(JSON(), "sqlite")),  # [j] = steps accepting j
 )
 
 ORIGINS: tuple[str, ...] = ("measured", "predicted", "confirmed")  # cells.origin (runner/factorized)

@@ -736,3 +736,17 @@ def write_trace(
         cols = [c for c in ddl.COLUMNS["trace_requests"] if c in frame.columns and c != "trace_id"]
         _insert(con, "trace_requests", frame.select(cols).with_columns(pl.lit(trace_id).alias("trace_id")))
     return True
+
+
+# ---- request logs (ingest/requestlog.py) --------------------------------------------------------------
+
+def write_request_log(con: duckdb.DuckDBPyConnection, log: dict, rows: pl.DataFrame) -> str | None:
+    """Store a request log once per file hash (``log['log_id']``), its rows in the same transaction. Returns
+    None when new, else the target the same file was already imported for."""
+    with transaction(con):
+        have = sql.one(con, "SELECT target FROM request_logs WHERE log_id = ?", [log["log_id"]])
+        if have:
+            return str(have[0])
+        _insert(con, "request_logs", pl.DataFrame([{**log, "imported_at": _now()}]))
+        _insert(con, "request_log_rows", rows.with_columns(pl.lit(log["log_id"]).alias("log_id")))
+    return None

@@ -1,5 +1,9 @@
 """``python -m analysis drift|ab`` — production acceptance against the benchmark, and A/B readouts.
 
+With request logs in the store (``python -m ingest requests``), ``drift`` also reports acceptance by a request label
+inside one deployment (``--by tenant``; JSON key ``request_segments``, analysis/production/request_segments.py);
+``--segment`` then names watch segments or label values.
+
 ``drift`` prints, per segment × config, production acceptance (windows with intervals), the benchmark's
 expectation, the gap and the drift decision; exit 3 when a segment's winner changed (as ``compare``).
 ``ab --a TARGET --b TARGET`` (or ``--segment S`` with exactly two targets in it) prints the A/B readout.
@@ -37,9 +41,96 @@ def drift_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=float, default=3600.0, metavar="S", help="window length in seconds (3600)")
     p.add_argument("--metric", default="output_throughput", choices=["output_throughput", "p99_e2e_ms", "goodput"])
     p.add_argument("--concurrency", type=float, default=None, help="load per server (default: the store's middle)")
+    p.add_argument("--by", default=None, metavar="LABEL",
+                   help="split logged requests (python -m ingest requests) by this label: acceptance by segment "
+                        "inside one server (default: tenant, else route, else workload, else the first label)")
 
 
 def drift(args: argparse.Namespace) -> int:
+    from analysis.__main__ import _open
+    from analysis.production import request_load
+
+    with _open(args) as con:
+        logged = request_load.has_request_logs(con)
+    if args.by is not None and not logged:
+        raise UsageError("--by: the store has no request log (run `python -m ingest requests FILE --target NAME`)")
+    return _drift(args) if not logged else _drift_with_requests(args)
+
+
+def _drift_with_requests(args: argparse.Namespace) -> int:
+    """``drift`` over watch segments and logged-request segments (analysis/production/request_segments.py)."""
+    from analysis.__main__ import _open
+    from analysis.production import request_load
+    from analysis.production.drift import DriftOptions
+    from analysis.production.load import segment_names
+    from analysis.production.report import ProductionQuery, production_report
+    from analysis.production.request_segments import SegmentQuery, default_key, segments_report
+
+    _check_drift_args(args)
+    opts = DriftOptions(metric=args.metric, concurrency=args.concurrency)
+    since, until = _time(args.since, "--since"), _time(args.until, "--until")
+    with _open(args) as con:
+        keys = request_load.label_keys(con)
+        by = args.by if args.by is not None else default_key(keys)
+        if by is not None and by not in keys:
+            raise UsageError(f"--by {by!r}: no logged request has that label; labels: {', '.join(keys) or 'none'}")
+        watched = segment_names(con)
+        values = [v if v is not None else "(no label)" for v in request_load.segment_values(con, by)] if by else []
+        unknown = [s for s in args.segment if s not in watched and s not in values]
+        if unknown:
+            raise UsageError(f"--segment {unknown[0]!r}: no such segment; watch segments: "
+                             f"{', '.join(watched[:10]) or 'none'}; {by} values: {', '.join(values[:10]) or 'none'}")
+        watch_pick = tuple(s for s in args.segment if s in watched)
+        value_pick = tuple(s for s in args.segment if s in values)
+        doc = {"segments": [], "changed": [], "window_s": args.window, "warnings": []}
+        if watched and (watch_pick or not args.segment):
+            doc = production_report(con, ProductionQuery(segments=watch_pick, since=since, until=until,
+                                                         window_s=args.window), opts)
+        if value_pick or not args.segment:
+            doc["request_segments"] = segments_report(con, SegmentQuery(by=by, values=value_pick, since=since,
+                                                                        until=until, window_s=args.window), opts)
+    if args.json:
+        print(json.dumps(doc, default=str))
+    else:
+        print_drift(doc)
+        print_request_segments(doc.get("request_segments"))
+    changed = doc["changed"] or (doc.get("request_segments") or {}).get("changed")
+    return EXIT_CHANGED if changed else 0
+
+
+def _check_drift_args(args: argparse.Namespace) -> None:
+    if not 1 <= args.window <= 366 * 86_400:
+        raise UsageError(f"--window must be between 1 s and a year, got {args.window:g}")
+    if args.concurrency is not None and not 0 < args.concurrency < 1e6:
+        raise UsageError(f"--concurrency must be a positive number, got {args.concurrency:g}")
+
+
+def print_request_segments(rs: dict | None) -> None:
+    if not rs:
+        return
+    print(f"acceptance by {rs['by']} inside one deployment (from logged requests):")
+    for s in rs["segments"]:
+        p, b = s["production"], s.get("benchmark")
+        ci = p["acceptance_rate_ci"]
+        rate = "n/a" if p["acceptance_rate"] is None else f"{p['acceptance_rate']:.3f}"
+        band = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci[0] is not None else " (too few requests for an interval)"
+        exp = "no benchmark" if not b else f"benchmark {b['acceptance_rate']:.3f} ({b['provenance']})"
+        print(f"{s['target']} · {s['segment']}: {candidate(s['method'], s['depth'])}  {s['requests']} requests  "
+              f"acceptance {rate}{band} vs {exp}, gap {_pct(s.get('gap_pct'))}")
+        rec = s.get("recommendation")
+        if s["status"] == "winner_changed":
+            print(f"  WINNER CHANGED: {candidate(rec['method'], rec['depth'])} "
+                  f"({_pct(rec['gain_vs_deployed_pct'])} vs deployed)  {rec['vllm_args']}")
+        elif rec:
+            print(f"  no change: best {candidate(rec['method'], rec['depth'])} "
+                  f"({'clear' if rec['clear'] else 'tie'})")
+        else:
+            print(f"  {s['status']}: {s.get('why', '')}")
+    for w in rs["warnings"]:
+        print(f"warning: {w}")
+
+
+def _drift(args: argparse.Namespace) -> int:
     from analysis.__main__ import _open
     from analysis.production.drift import DriftOptions
     from analysis.production.report import ProductionQuery, production_report

@@ -1,7 +1,8 @@
 """Production: acceptance by traffic segment over time, collected by ``python -m ingest watch``, against the
 benchmark's expectation for what the segment runs; restarts and config changes annotated; the current
 recommendation per segment (re-scored with its production acceptance); an A/B readout when two targets
-serve the segment."""
+serve the segment; acceptance by a request label (tenant, route, workload) inside one server from an imported
+request log (dashboard/segment_view.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from functools import partial
 import streamlit as st
 
 from analysis.labels import candidate
-from dashboard import charts, data, export, md, production_chart, widgets
+from dashboard import charts, data, export, md, production_chart, segment_view, widgets
 from dashboard.state import Param
 
 PAGE = "production"
@@ -36,19 +37,28 @@ def _deploy(vllm_args: str) -> str:
 
 st.title("Production")
 segments = data.production_segments(data.db_path(), data.stamp())
-if not segments:
+label_keys = data.request_label_keys(data.db_path(), data.stamp())  # logged requests: segments inside one server
+if not segments and not label_keys:
     st.info("No production samples yet. Collect them with `python -m ingest watch TARGETS.toml` "
-            "(vLLM /metrics URLs or a Prometheus server; see docs/watch.md).")
+            "(vLLM /metrics URLs or a Prometheus server; see docs/watch.md), or import a gateway's request log "
+            "with `python -m ingest requests FILE --target NAME` for acceptance by tenant, route or workload "
+            "inside one server.")
     st.stop()
 
 params = [
-    widgets.p_one("seg", "Segment", segments, segments[0]),
+    *([widgets.p_one("seg", "Segment", segments, segments[0])] if segments else []),
     Param("win", "one", 3600, WINDOWS, label="Window", format_func=_window_label),
-    widgets.p_bool("pos", "Per-position rates"),
-    Param("abm", "one", AB_METRICS[0], AB_METRICS, label="A/B metric"),
-    Param("abblock", "one", 60, AB_BLOCKS, label="A/B pairing block", format_func=lambda s: f"{s} s"),
+    *([widgets.p_bool("pos", "Per-position rates"),
+       Param("abm", "one", AB_METRICS[0], AB_METRICS, label="A/B metric"),
+       Param("abblock", "one", 60, AB_BLOCKS, label="A/B pairing block", format_func=lambda s: f"{s} s")]
+      if segments else []),
+    *([segment_view.by_param(label_keys)] if label_keys else []),
 ]
 v = widgets.setup(PAGE, params)
+if not segments:  # only logged requests: acceptance by segment inside one server, nothing from the watch
+    segment_view.render(v, int(v["win"]), _window_label)
+    widgets.finish(PAGE, params)
+    st.stop()
 seg, win = v["seg"], int(v["win"])
 doc = data.production_doc(data.db_path(), data.stamp(), seg, float(win))
 fr = data.production_frames(doc)
@@ -126,4 +136,6 @@ if ab is not None:
                                                          export=True), arms, export.slug(name, "ab"), f"{PAGE}.ab")
 for w in doc["warnings"]:
     st.caption(f"⚠ {md.text(w)}")
+if label_keys:
+    segment_view.render(v, win, _window_label)
 widgets.finish(PAGE, params)
