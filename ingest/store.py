@@ -268,6 +268,27 @@ def _type_kind(duck_type: str) -> str:
     return "number"
 
 
+DUCKDB_HEADER_BYTES = 3 * 4096  # DuckDB's file header and its two database headers, before the first block
+
+
+def _check_size(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A file shorter than the blocks DuckDB says are in use was cut short (a copy interrupted, a full disk):
+    refused at open, before a write lands in new blocks of a store whose old ones are gone. Conservative: only
+    the used blocks count (free ones may lie past the end on some file systems)."""
+    row = con.execute("PRAGMA database_size").fetchall()
+    if not row:
+        return
+    block_size, used = int(row[0][2]), int(row[0][4])
+    need = DUCKDB_HEADER_BYTES + used * block_size
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return
+    if size < need:
+        raise StoreError(f"{path}: the store is damaged: the file is cut short ({size} bytes where its {used} "
+                         f"blocks in use need {need}); restore it from a backup or an export, or use another --db")
+
+
 def _check_types(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """A column of a kind spectune never writes (a text ``depth``, say) is damage: named, exit 2, nothing
     written — instead of a DuckDB binder error on the first query, or rows appended to it."""
@@ -340,6 +361,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     if have:  # an existing file: spectune's (else refused before any table is added), checked for damage
         _check_spectune(have, path)
         _check_types(con, path)
+        _check_size(con, path)
         check_version(con, path)
         found = stored_version(con, path)
         if str(path.resolve()) in _ENSURED and found == ddl.SCHEMA_VERSION:
@@ -398,6 +420,7 @@ def _open_reader(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
         have = _store_columns(con)
         _check_spectune(have, path)
         _check_types(con, path)
+        _check_size(con, path)
         check_version(con, path)
         old = _outdated(con, have, path)
     except Exception:

@@ -20,10 +20,12 @@ from tests.conftest import REPO
 from tests.reliability.conftest import TINY_MATRIX, assert_clean_usage_error, run_cli
 
 SAMPLE = REPO / "data" / "samples" / "results" / "vllm_bench_eagle3_qwen_code.json"
+REQUEST_LOG = REPO / "tests" / "ingest" / "data" / "requestlog_vllm032.jsonl"  # real vLLM 0.32 responses
 COMMANDS = {
     "winners": ("analysis", "winners", "--json"),
     "ingest": ("ingest", "results", str(SAMPLE), "--json"),
     "runner": ("runner", "run", "--matrix", "{matrix}", "--backend", "sim", "--json"),
+    "requests": ("ingest", "requests", str(REQUEST_LOG), "--target", "gw", "--json"),
 }
 
 
