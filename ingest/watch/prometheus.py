@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import httpx
@@ -22,6 +24,7 @@ from ingest.watch.bounded import ByteLRU
 from ingest.watch.exposition import (
     COUNTERS,
     HISTOGRAMS,
+    MAX_POSITIONS,
     PER_POS,
     SPEC,
     BadExposition,
@@ -39,6 +42,13 @@ MAX_POINTS = 10_000
 # huge instance labels every poll must not grow the watcher. 1,000 instances is a large fleet behind one
 # selector; an instance label is host:port (a DNS name is at most 253 characters).
 MAX_INSTANCES = 1_000
+DEADLINE_EVERY = 4096  # values read between two looks at the clock (~5 ms)
+# Answers longer than this are decoded off the event loop: json.loads takes ~1.3 s for 8 MB of small
+# [ts, "v"] pairs (~5 s at the 32 MiB body cap) and cannot be interrupted, so a target past its timeout
+# leaves its decode running in this pool, bounded by the body cap, while the round goes on without it. A pool
+# of its own: the round neither waits for such a decode at exit nor queues other targets' work behind it.
+INLINE_JSON_CHARS = 256 << 10
+_DECODER = ThreadPoolExecutor(max_workers=8, thread_name_prefix="watch-prom-json")
 MAX_INSTANCE_CHARS = 260
 
 
@@ -68,15 +78,19 @@ def queries(selector: str) -> dict[str, str]:
 
 
 async def _query(client: httpx.AsyncClient, target: Target, promql: str, start: float, end: float,
-                 step: float) -> list[dict]:
+                 step: float, deadline: float) -> list[dict]:
     base = target.url.rstrip("/")
     req = client.build_request("GET", f"{base}/api/v1/query_range",
                                params={"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}",
                                        "step": f"{step:g}"})
-    import json
-
     try:
-        text = await asyncio.wait_for(_get(client, str(req.url), headers_for(target)), target.timeout_s)
+        text = await asyncio.wait_for(_get(client, str(req.url), headers_for(target)),
+                                      max(0.0, deadline - time.monotonic()))
+        if len(text) <= INLINE_JSON_CHARS:
+            doc = _json(text)
+        else:  # decoding cannot be interrupted: a thread of its own, waited for only until the deadline
+            doc = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(_DECODER, _json, text),
+                                         max(0.0, deadline - time.monotonic()))
     except TimeoutError:
         raise PrometheusError(f"no answer within {target.timeout_s:g} s") from None
     except httpx.HTTPStatusError as exc:
@@ -84,10 +98,8 @@ async def _query(client: httpx.AsyncClient, target: Target, promql: str, start: 
         raise PrometheusError(f"{exc}: {_error_of(body)}") from None
     except (httpx.HTTPError, BadExposition) as exc:
         raise PrometheusError(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        raise PrometheusError("answer is not JSON: not a Prometheus HTTP API?") from None
+    if doc is None:
+        raise PrometheusError("answer is not JSON: not a Prometheus HTTP API?")
     if not isinstance(doc, dict) or doc.get("status") != "success":
         raise PrometheusError(f"Prometheus error: {_error_of(text)}")
     data = doc.get("data") or {}
@@ -96,13 +108,24 @@ async def _query(client: httpx.AsyncClient, target: Target, promql: str, start: 
     return data["result"]
 
 
+def _json(text: str) -> object | None:
+    import json
+
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
 async def _get(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> str:
     async with client.stream("GET", url, headers=headers) as resp:
-        body = b""
-        async for chunk in resp.aiter_bytes():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
+        chunks, size = [], 0
+        async for chunk in resp.aiter_bytes():  # joined once at the end: += on bytes copies the body every chunk
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
                 raise BadExposition(f"answer larger than {MAX_BODY_BYTES >> 20} MiB")
+        body = b"".join(chunks)
         if resp.status_code != 200:
             resp._content = body  # so the error path can quote Prometheus' message
             raise httpx.HTTPStatusError(f"HTTP {resp.status_code}", request=resp.request, response=resp)
@@ -138,6 +161,14 @@ def grid(start: float, end: float, step: float) -> tuple[int, int, int]:
     first = math.ceil(round(start * 1000, 3) / step_ms) * step_ms
     last = math.floor(round(end * 1000, 3) / step_ms) * step_ms
     return first, last, step_ms
+
+
+def _position(labels: dict) -> int | None:
+    try:
+        pos = int(str(labels.get("position")))
+    except ValueError:
+        return None
+    return pos if 0 <= pos < MAX_POSITIONS else None
 
 
 def _present_key(qid: str, labels: dict) -> tuple:
@@ -179,18 +210,32 @@ async def query_range(client: httpx.AsyncClient, target: Target, start: float, e
     while t <= last:
         chunk_end = min(last, t + span)
         qs = queries(target.selector)
-        answers = await asyncio.gather(*(_query(client, target, q, t / 1000, chunk_end / 1000, step_ms / 1000)
-                                         for q in qs.values()))
+        # timeout_s covers a chunk's queries, their decoding and the reading below (a look at the clock every
+        # DEADLINE_EVERY values): an answer too large to read in time fails the target like a slow one
+        deadline = time.monotonic() + target.timeout_s
+        answers = await asyncio.gather(*(_query(client, target, q, t / 1000, chunk_end / 1000, step_ms / 1000,
+                                                deadline) for q in qs.values()))
+        n_values = 0
         for qid, series_list in zip(qs, answers, strict=True):
             for series in series_list:
-                labels = series.get("metric") or {}
+                labels = series.get("metric") if isinstance(series, dict) else None
+                values = series.get("values") if isinstance(series, dict) else None
+                if not isinstance(labels, dict) or not isinstance(values, list):
+                    continue  # not a Prometheus matrix series: nothing to read from it
                 inst = str(labels.get("instance", ""))
                 if inst not in raw and (len(inst) > MAX_INSTANCE_CHARS or not inst.isprintable()
                                         or len(raw) >= MAX_INSTANCES):
                     refused_inst.add(inst[:MAX_INSTANCE_CHARS])
                     continue
                 key = _present_key(qid, labels)
-                for pair in series.get("values") or []:
+                position = _position(labels) if qid == "pos" else 0
+                if position is None:
+                    continue  # a position that is no integer in [0, MAX_POSITIONS) cannot be a vLLM position
+                for pair in values:
+                    n_values += 1
+                    if n_values % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+                        raise PrometheusError(f"no complete answer within {target.timeout_s:g} s (reading "
+                                              f"{n_values:,}+ values took longer)")
                     try:
                         ts = round(float(pair[0]), 3)
                     except (TypeError, ValueError, IndexError):
@@ -210,7 +255,7 @@ async def query_range(client: httpx.AsyncClient, target: Target, start: float, e
                             slot["bad_hist"].add(qid[5:])
                         continue
                     if qid == "pos":
-                        slot["pos"][int(labels.get("position", -1))] = v
+                        slot["pos"][position] = v
                     elif qid.startswith("hist:"):
                         le = bucket_bound(labels.get("le"))
                         if le is None:  # NaN or no bound: the buckets cannot be ordered, the histogram is not stored

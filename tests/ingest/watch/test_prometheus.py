@@ -166,3 +166,33 @@ def test_exposition_helper_pages_are_what_the_test_assumes() -> None:
     s = parse(_no_positions(2))
     assert s.per_pos == [] and s.values["accepted_tokens"] == 360, "B's gap pages: counters without positions"
     assert exposition(1, [1]).endswith("\n")
+
+
+def test_a_prometheus_answer_too_large_to_read_in_time_fails_that_target_near_its_timeout(tmp_path: Path) -> None:
+    from ingest.watch.loop import WatchOptions, watch
+    from ingest.watch.targets import load_targets
+
+    # one answer of 1,000,000 values (8 MB: quick to send and decode, seconds to read); the other queries: empty
+    values = ",".join(['[1,"1"]'] * 1_000_000)
+    huge = ('{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"i:1"},"values":['
+            + values + "]}]}}")
+    empty = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": []}})
+    with fault_server() as s:
+        s.routes["/prom/api/v1/query_range"] = lambda n: (200, huge if n == 0 else empty, 0.0)
+        s.routes["/good"] = lambda n: (200, counters(n), 0.0)
+        p = tmp_path / "t.toml"
+        p.write_text(f'[[target]]\nname = "prom"\nkind = "prometheus"\nurl = "{s.url("/prom")}"\ntimeout_s = 2\n'
+                     f'[[target]]\nname = "good"\nurl = "{s.url("/good")}"\ntimeout_s = 5\n')
+        q = tmp_path / "good.toml"
+        q.write_text(f'[[target]]\nname = "good"\nurl = "{s.url("/good")}"\n')
+        started = time.monotonic()
+        watch(load_targets(q), WatchOptions(db=tmp_path / "s.duckdb", once=True, quiet=True))
+        base = time.monotonic() - started  # a round's own cost here (the store made, a page landed)
+        started = time.monotonic()
+        report = watch(load_targets(p), WatchOptions(db=tmp_path / "s.duckdb", once=True, quiet=True))
+        elapsed = time.monotonic() - started
+    assert report.targets["prom"].failed_rounds == 1, report.targets["prom"]
+    assert "within 2 s" in report.targets["prom"].last_error
+    assert report.targets["good"].samples == 1
+    # unbounded, decoding and reading the million values took ~4.5 s
+    assert elapsed < base + 2.7, f"the round took {elapsed:.1f} s with timeout_s = 2 ({base:.1f} s without it)"
