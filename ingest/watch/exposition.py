@@ -17,6 +17,11 @@ summed). Since a field is a sum over series, a refused series leaves its whole f
 sample rather than a partial sum: its counter is stored as not exported, its histogram is not stored, and
 any refused spec-decode series drops the spec-decode group (drafts, draft and accepted tokens, per
 position) together, so acceptance is never computed from counters of different completeness.
+
+Bounded in memory and time against pages the watch does not control: parsed series are cached in at most
+:data:`SERIES_CACHE_BYTES`; a page's series text past :data:`MAX_PAGE_LABEL_BYTES`, and any series longer than
+:data:`MAX_SERIES_BYTES`, is refused unparsed (counted in :attr:`Sample.capped`, its field unknown); and
+:func:`parse` takes a deadline, past which it stops with :class:`ParseDeadline`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,11 @@ timeouts) and lands, so no scraped sample is lost and nothing is half-written. `
 round; ``--since/--until`` backfills Prometheus targets over a past range (direct targets have no past).
 Config changes and relabels (a target's segment, method, depth, GPU or workload differing from its last
 stored sample) are recorded as events so the Production page can annotate them.
+
+Prometheus targets are read on the step grid: each live round re-reads the last
+:data:`PROMETHEUS_LOOKBACK_STEPS` steps up to :data:`PROMETHEUS_SETTLE_S` ago, and a step already landed is
+not sent again (the store's (target, ts) key is the backstop). What the watcher remembers between rounds
+(labels, landed steps, warnings, each instance's series) is capped in bytes (:data:`STATE_BYTES` each).
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ class Watcher:
         self._last_labels: ByteLRU[str, dict] = ByteLRU(STATE_BYTES, lambda k, v: text_bytes(k, v))
         self._prom_landed: ByteLRU[tuple[str, float], bool] = ByteLRU(STATE_BYTES, lambda k, v: text_bytes(k[0]))
         self._prom_series: dict[str, ByteLRU] = {}  # Prometheus target → instance → (process start, series)
+        self._prom_last: dict[str, float] = {}  # Prometheus target → newest step read (one per configured target)
         self._warned: ByteLRU[str, bool] = ByteLRU(STATE_BYTES, lambda k, v: text_bytes(k))
 
     # ---- messages -------------------------------------------------------------------------------
@@ -166,6 +172,8 @@ class Watcher:
         rows = []
         for inst, by_ts in res.samples.items():
             tid = f"{t.name}@{inst}" if inst else t.name
+            if by_ts:
+                self._prom_last[t.name] = max(self._prom_last.get(t.name, 0.0), *by_ts)
             for ts, s in by_ts.items():
                 if (tid, ts) in self._prom_landed:  # a re-polled step already landed: nothing to add
                     continue
@@ -188,9 +196,10 @@ class Watcher:
         for t in prom:
             if backfill:
                 start, end = self.opts.since, self.opts.until if self.opts.until is not None else now
-            else:  # the last few steps again (late ingest, or a step dropped as incomplete), none too young
+            else:  # the last few steps again (late ingest, or a step dropped as incomplete), none too young,
+                # and back to the newest step read when rounds fell behind (a slow round, a store held by another)
                 end = now - PROMETHEUS_SETTLE_S
-                start = end - PROMETHEUS_LOOKBACK_STEPS * step
+                start = min(self._prom_last.get(t.name, end), end - PROMETHEUS_LOOKBACK_STEPS * step)
             key = repr(t.verify)
             if key not in prom_clients:
                 prom_clients[key] = httpx.AsyncClient(verify=verify_for(t), trust_env=False, follow_redirects=False,

@@ -7,6 +7,11 @@ the target's selector, so each vLLM instance behind it becomes one stored target
 :data:`MAX_POINTS` steps. A Prometheus that answers an error (HTTP or ``status: error``) fails that target
 for the round with Prometheus' own message; the samples of a step that break vLLM's invariants are
 dropped and counted, never stored.
+
+Steps lie on the step grid (:func:`grid`), so a step read again has the same timestamp and is stored once.
+A step is stored only when complete (every series the instance exports present at it); an incomplete one
+is dropped whole. ``timeout_s`` covers a chunk's queries, decoding and reading; instances are capped
+(:data:`MAX_INSTANCES`, :data:`MAX_INSTANCE_CHARS`).
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 One slow, dead or broken target never delays or stops the others: every fetch runs concurrently under
 ``asyncio.wait_for(timeout_s)`` (a server that trickles bytes is cut off too, not just one that never
-connects), bodies are capped at :data:`MAX_BODY_BYTES`, and every failure becomes a one-line reason
-for that target. Bearer tokens are read from the target's ``token_env`` at request time and only ever
-put in the request header. HTTPS certificates are verified unless the target says ``verify = false``.
+connects), the page is then parsed in a worker thread against the same deadline (``timeout_s`` covers
+fetch and parse: a page that takes longer to parse is a failed scrape), bodies are capped at
+:data:`MAX_BODY_BYTES`, and every failure becomes a one-line reason for that target. Bearer tokens are read
+from the target's ``token_env`` at request time and only ever put in the request header. HTTPS certificates
+are verified unless the target says ``verify = false``.
 """
 
 from __future__ import annotations
