@@ -206,3 +206,28 @@ def test_a_prometheus_answer_too_large_to_read_in_time_fails_that_target_near_it
     # round stops waiting at the 2 s deadline (the decode itself, ~1.3 s, cannot be interrupted and holds the
     # interpreter while it runs; the rest is a loaded machine's slack)
     assert elapsed < base + 6, f"the round took {elapsed:.1f} s with timeout_s = 2 ({base:.1f} s without it)"
+
+
+def test_a_prometheus_answering_too_many_or_too_long_instances_keeps_the_first_thousand(tmp_path: Path) -> None:
+    from ingest.watch.loop import WatchOptions, watch
+    from ingest.watch.prometheus import MAX_INSTANCE_CHARS, MAX_INSTANCES
+    from ingest.watch.targets import load_targets
+
+    def answer(n: int):
+        ts = int(time.time()) - 3  # a whole second inside the live round's window (settled, on the 1 s grid)
+        result = [{"metric": {"instance": "h" * (MAX_INSTANCE_CHARS + 40)}, "values": [[ts, "1"]]}]
+        result += [{"metric": {"instance": f"10.0.{i // 250}.{i % 250}:8000"}, "values": [[ts, "1"]]}
+                   for i in range(MAX_INSTANCES + 200)]
+        return 200, json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}), 0.0
+
+    db = tmp_path / "s.duckdb"
+    with fault_server() as s:
+        s.routes["/prom/api/v1/query_range"] = answer
+        p = tmp_path / "t.toml"
+        p.write_text(f'[[target]]\nname = "prom"\nkind = "prometheus"\nurl = "{s.url("/prom")}"\ntimeout_s = 20\n')
+        report = watch(load_targets(p), WatchOptions(db=db, interval_s=1, once=True, quiet=True))
+    assert report.targets["prom"].failed_rounds == 0, report.targets["prom"]
+    assert any(f"201 instance(s) refused (more than {MAX_INSTANCES}" in w for w in report.warnings), report.warnings
+    with store.session(db, read_only=True) as con:
+        n, longest = sql.one(con, "SELECT count(DISTINCT target), max(length(target)) FROM watch_samples")
+    assert n == MAX_INSTANCES and longest < MAX_INSTANCE_CHARS + len("prom@")
