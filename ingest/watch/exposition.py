@@ -17,15 +17,23 @@ summed). Since a field is a sum over series, a refused series leaves its whole f
 sample rather than a partial sum: its counter is stored as not exported, its histogram is not stored, and
 any refused spec-decode series drops the spec-decode group (drafts, draft and accepted tokens, per
 position) together, so acceptance is never computed from counters of different completeness.
+
+Bounded in memory and time against pages the watch does not control: parsed series are cached in at most
+:data:`SERIES_CACHE_BYTES`; a page's series text past :data:`MAX_PAGE_LABEL_BYTES`, and any series longer than
+:data:`MAX_SERIES_BYTES`, is refused unparsed (counted in :attr:`Sample.capped`, its field unknown); and
+:func:`parse` takes a deadline, past which it stops with :class:`ParseDeadline`.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import time
 from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from ingest.watch.bounded import ByteLRU, text_bytes
 
 SPEC = {
     "vllm:spec_decode_num_drafts": "drafts",
@@ -73,14 +81,36 @@ class Sample:
     histograms: dict[str, dict[float, float]] = field(default_factory=dict)  # ttft|tpot|e2e → {le: count}
     process_start_s: float | None = None
     refused: list[tuple[str, str]] = field(default_factory=list)  # (series, why) refused from this page
+    capped: int = 0  # series refused by the label caps (counted, not listed: they may be fresh every page)
 
     @property
     def speculating(self) -> bool:
         return self.values.get("drafts") is not None
 
 
-_SERIES: dict[str, tuple[str, dict[str, str]]] = {}  # series text → (sample name, labels), parsed once
-_SERIES_MAX = 200_000
+# The parsed-series cache is capped in bytes, not entries: a page can carry 100 kB labels, and a target that
+# sends fresh series every scrape would otherwise grow the watcher by what it sends. 16 MiB holds ~20,000
+# typical vLLM series (~150-byte keys plus their parsed labels and overhead): every distinct series of a
+# 100-target fleet many times over, since a fleet's targets mostly repeat the same series keys.
+SERIES_CACHE_BYTES = 16 << 20
+# The series text (name and labels) of one page's kept lines is capped too. A real vLLM page's kept lines
+# carry ~15 kB of it (a data-parallel server with a few model names ~0.5 MB); 4 MiB is ~8x that. Beyond it
+# the extra series are refused without parsing their labels, so a hostile page costs neither memory nor time.
+MAX_PAGE_LABEL_BYTES = 4 << 20
+# One series' text is capped as well: prometheus_client's label parser is worse than linear in the number of
+# labels (10,000 labels on one line parse in 0.16 s, 100,000 in 13 s), and a real vLLM series is < 1 kB.
+MAX_SERIES_BYTES = 64 << 10
+# Lines (or bytes of series text) between two looks at the clock while parsing against a deadline: ~15 ms of
+# parsing at ~50 us a short line, ~0.1 s for 64 kB of labels.
+DEADLINE_EVERY = 256
+DEADLINE_EVERY_BYTES = 64 << 10
+
+
+def _series_size(key: str, hit: tuple[str, dict[str, str]]) -> int:
+    return text_bytes(key, hit[0], hit[1])
+
+
+_SERIES: ByteLRU[str, tuple[str, dict[str, str]]] = ByteLRU(SERIES_CACHE_BYTES, _series_size)
 
 
 def _series(key: str) -> tuple[str, dict[str, str]]:
@@ -93,8 +123,7 @@ def _series(key: str) -> tuple[str, dict[str, str]]:
         (family,) = text_string_to_metric_families(key + " 0\n")
         (sample,) = family.samples
         hit = (sample.name, dict(sample.labels))
-        if len(_SERIES) < _SERIES_MAX:
-            _SERIES[key] = hit
+        _SERIES.put(key, hit)
     return hit
 
 
@@ -104,11 +133,36 @@ def _value(token: str) -> float:
     return float(token)
 
 
-def _samples(text: str):
-    """(name, labels, value) of every line of a series this module reads (the rest are never parsed)."""
-    for line in text.split("\n"):
-        if not line.startswith(_KEEP):
-            continue
+class ParseDeadline(BadExposition):
+    """Parsing did not finish before the scrape's deadline (the page is refused, like a slow answer)."""
+
+
+def _lines(text: str):
+    """The lines of a series this module reads, found without splitting the whole page into a list."""
+    i, n = 0, len(text)
+    while i < n:
+        j = text.find("\n", i)
+        if j < 0:
+            j = n
+        if text.startswith(_KEEP, i):
+            yield text[i:j]
+        i = j + 1
+
+
+def _samples(text: str, deadline: float | None = None):
+    """(name, labels, value) of every line of a series this module reads (the rest are never parsed).
+
+    Past :data:`MAX_PAGE_LABEL_BYTES` of series text, or for a series longer than :data:`MAX_SERIES_BYTES`, a
+    line comes back with ``labels = None``: refused, its labels never parsed. With a ``deadline``
+    (``time.monotonic()`` seconds) the clock is read every :data:`DEADLINE_EVERY` lines or
+    :data:`DEADLINE_EVERY_BYTES` of series text, and :class:`ParseDeadline` raised once it has passed."""
+    label_bytes = since_check = 0
+    for n, line in enumerate(_lines(text), 1):
+        if deadline is not None and (n % DEADLINE_EVERY == 0 or since_check > DEADLINE_EVERY_BYTES):
+            since_check = 0
+            if time.monotonic() > deadline:
+                raise ParseDeadline(f"parsing stopped at line {n:,} of the kept series: the page took longer "
+                                    "than the scrape's timeout")
         close = line.rfind("}")
         if close >= 0:
             key, rest = line[: close + 1], line[close + 1:].split()
@@ -117,6 +171,11 @@ def _samples(text: str):
             rest = tail.split()
         if not 1 <= len(rest) <= 2:
             raise ValueError(f"line {line[:80]!r}: expected 'series value [timestamp]'")
+        label_bytes += len(key)
+        if label_bytes > MAX_PAGE_LABEL_BYTES or len(key) > MAX_SERIES_BYTES:
+            yield key.partition("{")[0].strip(), None, _value(rest[0])
+            continue
+        since_check += len(key)
         name, labels = _series(key)
         yield name, labels, _value(rest[0])
 
@@ -125,8 +184,20 @@ def _base(name: str) -> str:
     return name[:-6] if name.endswith("_total") else name
 
 
-def parse(text: str, *, strict_end: bool = True) -> Sample:
-    """Parse a ``/metrics`` text; raises :class:`BadExposition` when it cannot be trusted."""
+def _field_of(name: str) -> str | None:
+    """The sample field a series feeds (None for series that feed none), from its name alone."""
+    if name.endswith("_bucket") and name[:-7] in HISTOGRAMS:
+        return HISTOGRAMS[name[:-7]]
+    base = _base(name)
+    if base == PER_POS:
+        return "per_pos"
+    return SPEC.get(base) or COUNTERS.get(base)
+
+
+def parse(text: str, *, strict_end: bool = True, deadline: float | None = None) -> Sample:
+    """Parse a ``/metrics`` text; raises :class:`BadExposition` when it cannot be trusted.
+
+    ``deadline`` (``time.monotonic()`` seconds): raise :class:`ParseDeadline` once parsing runs past it."""
     if strict_end and text and not text.endswith("\n"):
         raise BadExposition("exposition text is cut off (no final newline): refusing a possibly truncated value")
     if "vllm:" not in text:
@@ -137,18 +208,25 @@ def parse(text: str, *, strict_end: bool = True) -> Sample:
     start = None
     refused: list[tuple[str, str]] = []
     bad_fields: set[str] = set()  # fields with a refused series: unknown for this sample, not a partial sum
+    capped = 0
 
     def refuse(series: str, why: str, fld: str) -> None:
         refused.append((series, why))
         bad_fields.add(fld)
 
     try:
-        lines = list(_samples(text))
+        lines = list(_samples(text, deadline))
         counts: dict[tuple[str, frozenset], int] = {}
         for name, labels, _v in lines:
-            k = (name, frozenset(labels.items()))
-            counts[k] = counts.get(k, 0) + 1
+            if labels is not None:
+                k = (name, frozenset(labels.items()))
+                counts[k] = counts.get(k, 0) + 1
         for name, labels, v in lines:
+            if labels is None:  # past a label cap: refused unparsed, its field unknown (never a partial sum)
+                capped += 1
+                if (fld := _field_of(name)) is not None:
+                    bad_fields.add(fld)
+                continue
             if name.endswith("_created"):
                 continue
             if name == PROCESS_START:
@@ -210,6 +288,9 @@ def parse(text: str, *, strict_end: bool = True) -> Sample:
     if "per_pos" in bad_fields:
         per_pos.clear()
     if not lines or not (totals or per_pos or hist):
+        if capped:
+            raise BadExposition(f"every vLLM counter was refused: {capped:,} series past the label caps "
+                                f"({MAX_PAGE_LABEL_BYTES >> 20} MiB a page, {MAX_SERIES_BYTES >> 10} kB a series)")
         if refused:
             series, why = refused[0]
             raise BadExposition(f"every vLLM counter was refused ({len(refused)} series; first: {series}: {why})")
@@ -219,7 +300,7 @@ def parse(text: str, *, strict_end: bool = True) -> Sample:
     hist.pop("tpot_step", None)
     positions = [per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)] if per_pos else []
     sample = Sample(values={k: totals.get(k) for k in VALUE_FIELDS}, per_pos=positions, histograms=hist,
-                    process_start_s=start, refused=refused)
+                    process_start_s=start, refused=refused, capped=capped)
     check_invariants(sample)
     return sample
 

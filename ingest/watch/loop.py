@@ -7,6 +7,11 @@ timeouts) and lands, so no scraped sample is lost and nothing is half-written. `
 round; ``--since/--until`` backfills Prometheus targets over a past range (direct targets have no past).
 Config changes and relabels (a target's segment, method, depth, GPU or workload differing from its last
 stored sample) are recorded as events so the Production page can annotate them.
+
+Prometheus targets are read on the step grid: each live round re-reads the last
+:data:`PROMETHEUS_LOOKBACK_STEPS` steps up to :data:`PROMETHEUS_SETTLE_S` ago, and a step already landed is
+not sent again (the store's (target, ts) key is the backstop). What the watcher remembers between rounds
+(labels, landed steps, warnings, each instance's series) is capped in bytes (:data:`STATE_BYTES` each).
 """
 
 from __future__ import annotations
@@ -23,12 +28,24 @@ import httpx
 
 from ingest import store
 from ingest.watch import land
-from ingest.watch.prometheus import PrometheusError, query_range
+from ingest.watch.bounded import ByteLRU, text_bytes
+from ingest.watch.exposition import MAX_PAGE_LABEL_BYTES, MAX_SERIES_BYTES
+from ingest.watch.prometheus import MAX_INSTANCE_CHARS, MAX_INSTANCES, PrometheusError, query_range
 from ingest.watch.scrape import Scraper, missing_token, verify_for
 from ingest.watch.targets import Target, WatchConfig
 
 LABELS = ("segment", "family", "method", "depth", "gpu", "gpu_count", "workload")
 PROMETHEUS_LOOKBACK_STEPS = 4  # a live round re-reads a few steps: Prometheus may have ingested late
+# A live round leaves the newest steps to the next round: a scrape's samples carry its start time but are
+# written when the scrape ends, and a round's queries run one after another on Prometheus' side, so a step
+# younger than this could mix two scrapes of one server across queries.
+PROMETHEUS_SETTLE_S = 2.0
+# The watcher's own memory of what it has seen (labels per stored target, steps landed, warnings given,
+# series each Prometheus instance exports) is capped in bytes, least recently used first: a page or a
+# Prometheus that sends fresh labels or instances every poll must not grow a watch that runs for months.
+# A forgotten entry costs at most a store read (labels), a repeated warning, or a re-poll that the store's
+# (target, ts) key ignores. 4 MiB each holds ~8,000 entries: every target of a large fleet.
+STATE_BYTES = 4 << 20
 
 
 @dataclass(slots=True)
@@ -79,16 +96,18 @@ class Watcher:
         self.config, self.opts = config, opts
         self.report = WatchReport(targets={t.name: TargetStatus(t.name, t.kind) for t in config.targets})
         self._stop = asyncio.Event()
-        self._last_labels: dict[str, dict] = {}
-        self._prom_last: dict[str, float] = {}
-        self._warned: set[str] = set()
+        self._last_labels: ByteLRU[str, dict] = ByteLRU(STATE_BYTES, lambda k, v: text_bytes(k, v))
+        self._prom_landed: ByteLRU[tuple[str, float], bool] = ByteLRU(STATE_BYTES, lambda k, v: text_bytes(k[0]))
+        self._prom_series: dict[str, ByteLRU] = {}  # Prometheus target → instance → (process start, series)
+        self._prom_last: dict[str, float] = {}  # Prometheus target → newest step read (one per configured target)
+        self._warned: ByteLRU[str, bool] = ByteLRU(STATE_BYTES, lambda k, v: text_bytes(k))
 
     # ---- messages -------------------------------------------------------------------------------
     def warn(self, text: str, *, once_key: str | None = None) -> None:
         if once_key is not None:
             if once_key in self._warned:
                 return
-            self._warned.add(once_key)
+            self._warned.put(once_key, True)
         if len(self.report.warnings) < 1000:
             self.report.warnings.append(text)
         if not self.opts.quiet:
@@ -101,6 +120,13 @@ class Watcher:
         for series, why in refused:
             self.warn(f"target {name}: series {series} refused ({why}); its counter is not stored for this "
                       "sample, the rest of the page is", once_key=f"refused:{name}:{series}")
+
+    def _warn_capped(self, name: str, capped: int) -> None:
+        """One warning per scrape (these series may be fresh every page, so no per-series warning)."""
+        if capped:
+            self.warn(f"target {name}: {capped:,} series refused by the label caps ({MAX_PAGE_LABEL_BYTES >> 20} "
+                      f"MiB a page, {MAX_SERIES_BYTES >> 10} kB a series); the counters they feed are not stored "
+                      "for this sample")
 
     def stop(self, why: str) -> None:
         self.report.stopped_by = self.report.stopped_by or why
@@ -129,20 +155,28 @@ class Watcher:
             kind = "relabel" if set(changed) <= {"segment", "workload"} else "config_change"
             detail = "; ".join(f"{k} {before.get(k)!r} → {now.get(k)!r}" for k in changed)
             batch.events.append(land.Event(target_id, ts, kind, detail))
-        self._last_labels[target_id] = now
+        self._last_labels.put(target_id, now)
 
     async def _prometheus(self, client: httpx.AsyncClient, t: Target, start: float, end: float,
                           step: float) -> tuple[Target, list[land.Row], str | None]:
+        known = self._prom_series.setdefault(t.name, ByteLRU(STATE_BYTES, lambda k, v: text_bytes(k, v[1]) + 64))
         try:
-            res = await query_range(client, t, start, end, step)
+            res = await query_range(client, t, start, end, step, known=known)
         except PrometheusError as exc:
             return t, [], str(exc)
         if res.dropped:
             self.warn(f"target {t.name}: {res.dropped} Prometheus step(s) dropped ({'; '.join(res.reasons)})")
+        if res.refused_instances:
+            self.warn(f"target {t.name}: {res.refused_instances} instance(s) refused (more than {MAX_INSTANCES} "
+                      f"instances, or an instance label longer than {MAX_INSTANCE_CHARS} characters)")
         rows = []
         for inst, by_ts in res.samples.items():
             tid = f"{t.name}@{inst}" if inst else t.name
+            if by_ts:
+                self._prom_last[t.name] = max(self._prom_last.get(t.name, 0.0), *by_ts)
             for ts, s in by_ts.items():
+                if (tid, ts) in self._prom_landed:  # a re-polled step already landed: nothing to add
+                    continue
                 rows.append(land.Row(tid, self._resolve(t, s), ts, s, source="prometheus"))
         return t, rows, None
 
@@ -162,9 +196,10 @@ class Watcher:
         for t in prom:
             if backfill:
                 start, end = self.opts.since, self.opts.until if self.opts.until is not None else now
-            else:
-                start = self._prom_last.get(t.name, now - PROMETHEUS_LOOKBACK_STEPS * step)
-                start, end = min(start, now - PROMETHEUS_LOOKBACK_STEPS * step), now
+            else:  # the last few steps again (late ingest, or a step dropped as incomplete), none too young,
+                # and back to the newest step read when rounds fell behind (a slow round, a store held by another)
+                end = now - PROMETHEUS_SETTLE_S
+                start = min(self._prom_last.get(t.name, end), end - PROMETHEUS_LOOKBACK_STEPS * step)
             key = repr(t.verify)
             if key not in prom_clients:
                 prom_clients[key] = httpx.AsyncClient(verify=verify_for(t), trust_env=False, follow_redirects=False,
@@ -181,6 +216,7 @@ class Watcher:
                     errors[r.target.name] = r.error or "unknown error"
                 else:
                     self._warn_refused(r.target.name, r.sample.refused)
+                    self._warn_capped(r.target.name, r.sample.capped)
                     per_target.setdefault(r.target.name, []).append(
                         land.Row(r.target.name, self._resolve(r.target, r.sample), r.ts, r.sample))
             results = results[1:]
@@ -189,8 +225,6 @@ class Watcher:
                 errors[t.name] = err
             else:
                 per_target[t.name] = rows
-                if rows:
-                    self._prom_last[t.name] = max(r.ts for r in rows)
         for name, why in errors.items():
             self.warn(f"target {name}: {why}")
             batch.events.append(land.Event(name, now, "error", why))
@@ -203,6 +237,9 @@ class Watcher:
             st.ok_rounds += 1
         # Land with retries: a store briefly locked by another writer must not cost this round's samples.
         added = await asyncio.to_thread(self._land, batch)
+        for r in batch.rows:
+            if r.source == "prometheus":
+                self._prom_landed.put((r.target_id, r.ts), True)
         for k, v in added.items():
             self.report.added[k] += v
         for name, rows in per_target.items():

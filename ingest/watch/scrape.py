@@ -2,9 +2,11 @@
 
 One slow, dead or broken target never delays or stops the others: every fetch runs concurrently under
 ``asyncio.wait_for(timeout_s)`` (a server that trickles bytes is cut off too, not just one that never
-connects), bodies are capped at :data:`MAX_BODY_BYTES`, and every failure becomes a one-line reason
-for that target. Bearer tokens are read from the target's ``token_env`` at request time and only ever
-put in the request header. HTTPS certificates are verified unless the target says ``verify = false``.
+connects), the page is then parsed in a worker thread against the same deadline (``timeout_s`` covers
+fetch and parse: a page that takes longer to parse is a failed scrape), bodies are capped at
+:data:`MAX_BODY_BYTES`, and every failure becomes a one-line reason for that target. Bearer tokens are read
+from the target's ``token_env`` at request time and only ever put in the request header. HTTPS certificates
+are verified unless the target says ``verify = false``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from ingest.watch.exposition import BadExposition, Sample, parse
+from ingest.watch.exposition import BadExposition, ParseDeadline, Sample, parse
 from ingest.watch.targets import Target
 
 MAX_BODY_BYTES = 32 << 20
@@ -77,14 +79,21 @@ async def fetch_text(session: aiohttp.ClientSession, url: str, headers: dict[str
 
 
 async def scrape_one(session: aiohttp.ClientSession, target: Target) -> ScrapeResult:
+    """Fetch and parse one target; ``timeout_s`` covers both (a page that parses for longer is a failed scrape)."""
     ts = time.time()
     t0 = time.monotonic()
+    deadline = t0 + target.timeout_s
     try:
         text = await asyncio.wait_for(fetch_text(session, target.url, headers_for(target)), target.timeout_s)
-        sample = parse(text)
+        # Parsed in a worker thread: a page that takes seconds to parse must not hold up the event loop, where
+        # the other targets' fetches and timeouts run. The parser itself stops at the deadline (a thread
+        # cannot be cancelled from outside).
+        sample = await asyncio.to_thread(parse, text, deadline=deadline)
         return ScrapeResult(target, ts, sample, elapsed_s=time.monotonic() - t0)
     except TimeoutError:
         why = f"no complete answer within {target.timeout_s:g} s"
+    except ParseDeadline as exc:
+        why = f"no complete answer within {target.timeout_s:g} s ({exc})"
     except HTTPStatus as exc:
         why = str(exc)
     except aiohttp.ClientError as exc:
