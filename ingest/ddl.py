@@ -4,7 +4,7 @@ change (tests/ingest/test_store.py fails while this is stale).
 The store's DDL (DuckDB dialect), column lists and version as plain data, so opening the store never imports
 SQLAlchemy."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     'meta': (
@@ -84,6 +84,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'steady_fallback',
         'dataset',
         'source_url',
+        'speculative_extra',
     ),
     'positions': (
         'run_id',
@@ -309,6 +310,7 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'steady_fallback': 'VARCHAR',
         'dataset': 'VARCHAR',
         'source_url': 'VARCHAR',
+        'speculative_extra': 'VARCHAR',
     },
     'positions': {
         'run_id': 'VARCHAR',
@@ -540,6 +542,7 @@ DDL: tuple[str, ...] = (
         '\tsteady_fallback VARCHAR, \n'
         '\tdataset VARCHAR, \n'
         '\tsource_url VARCHAR, \n'
+        '\tspeculative_extra VARCHAR, \n'
         '\tPRIMARY KEY (run_id, cell_id)\n'
         ')'
     ),
