@@ -111,7 +111,7 @@ def print_drift(doc: dict) -> None:
             side = "below" if (s.get("gap_pct") or 0) < 0 else "above"
             print(f"  ACCEPTANCE OUTSIDE BAND: production is {side} the benchmark band; the benchmark no longer "
                   f"describes this traffic (re-measure on it). Best still {candidate(rec['method'], rec['depth'])} "
-                  f"({'clear' if rec['clear'] else 'tie'})")
+                  f"({'clear' if rec['clear'] else 'tie'})  {rec['vllm_args']}")
         elif rec:
             verdict = "clear" if rec["clear"] else "tie"
             print(f"  no change: best {candidate(rec['method'], rec['depth'])} ({verdict})")

@@ -76,7 +76,7 @@ def test_acceptance_outside_the_band_alone_exits_3_and_says_so(fleet_db: tuple[P
     out = cli("analysis", "drift", "--segment", "seg-f90", "--db", str(fleet_db[0]))
     assert out.returncode == 3, out.stderr
     assert "ACCEPTANCE OUTSIDE BAND: production is below the benchmark band" in out.stdout
-    assert "WINNER CHANGED" not in out.stdout
+    assert "WINNER CHANGED" not in out.stdout and "--speculative-config" in out.stdout
     quiet = cli("analysis", "drift", "--segment", "seg-same", "--segment", "seg-tiny", "--db", str(fleet_db[0]))
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert "(too few tokens to tell)" in quiet.stdout and "no change" in quiet.stdout
