@@ -105,7 +105,10 @@ def print_drift(doc: dict) -> None:
               f"acceptance {_rate(p)} vs {exp}, gap {_pct(s.get('gap_pct'))}")
         rec = s.get("recommendation")
         if s["status"] == "winner_changed":
-            print(f"  WINNER CHANGED: {candidate(rec['method'], rec['depth'])} now wins clearly "
+            how = "now wins clearly" if rec["clear"] else (
+                f"leads, and the running config is clearly beaten (tie: "
+                f"{', '.join((s.get('at_production_acceptance') or {}).get('tied') or []) or 'n/a'})")
+            print(f"  WINNER CHANGED: {candidate(rec['method'], rec['depth'])} {how} "
                   f"({_pct(rec['gain_vs_deployed_pct'])} vs deployed)  {rec['vllm_args']}")
         elif s["status"] == "acceptance_outside_band" and rec:
             side = "below" if (s.get("gap_pct") or 0) < 0 else "above"

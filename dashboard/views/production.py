@@ -70,9 +70,11 @@ st.subheader("Current recommendation")
 for s in doc["segments"]:
     rec = s.get("recommendation")
     if s["status"] == "winner_changed":
+        how = "is now the clear pick" if rec["clear"] else "leads (a tie among the leaders) and the running config " \
+            "is clearly beaten"
         st.error(f"**{md.text(s['segment'])}** runs {candidate(s['method'], s['depth'])}; with its production "
                  "acceptance "
-                 f"**{_config_label(rec['method'], rec['depth'])}** is now the clear pick "
+                 f"**{_config_label(rec['method'], rec['depth'])}** {how} "
                  f"({rec['gain_vs_deployed_pct']:+.1f} % vs running). Deploy: {_deploy(rec['vllm_args'])}",
                  icon=":material/notifications_active:")
     elif s["status"] == "acceptance_outside_band" and rec:

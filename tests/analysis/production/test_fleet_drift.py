@@ -116,3 +116,13 @@ def test_windows_of_a_tiny_segment_are_never_exact_points(fleet_db: tuple[Path, 
     assert len(full) >= 5 and all(w["interval"] == "95 %" and w["acceptance_rate_ci"][0] < w["acceptance_rate"]
                                   < w["acceptance_rate_ci"][1] for w in full)
     assert all(w["interval"] == "too few tokens to tell" for w in same if w["intervals"] < MIN_INTERVALS)
+
+
+def test_a_changed_winner_is_called_clear_only_when_it_is(doc: dict, fleet_db: tuple[Path, float]) -> None:
+    low = _seg(doc, "seg-low")
+    out = cli("analysis", "drift", "--segment", "seg-low", "--db", str(fleet_db[0])).stdout
+    if low["recommendation"]["clear"]:
+        assert "now wins clearly" in out
+    else:  # the leaders tie: the alert is that the running config is clearly beaten, not a clear new winner
+        assert low["deployed_clearly_beaten"] and "now wins clearly" not in out
+        assert "the running config is clearly beaten (tie: " in out
