@@ -126,3 +126,29 @@ def test_a_changed_winner_is_called_clear_only_when_it_is(doc: dict, fleet_db: t
     else:  # the leaders tie: the alert is that the running config is clearly beaten, not a clear new winner
         assert low["deployed_clearly_beaten"] and "now wins clearly" not in out
         assert "the running config is clearly beaten (tie: " in out
+
+
+def test_the_nightly_job_alerts_on_acceptance_outside_the_band_alone(fleet_db: tuple[Path, float],
+                                                                     tmp_path: Path) -> None:
+    """deploy/nightly/spectune-production.sh: no winner changed, one segment's acceptance left the band → exit 3
+    and the alert command runs with the report."""
+    import os
+    import shutil
+    import subprocess
+
+    from tests.conftest import REPO
+
+    db = tmp_path / "p.duckdb"
+    shutil.copy(fleet_db[0], db)
+    with store.session(db) as con:
+        con.execute("DELETE FROM watch_samples WHERE segment NOT IN ('seg-f90', 'seg-same')")
+    alert = tmp_path / "alert.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECTUNE_HOME": str(REPO), "SPECTUNE_DB": str(db),
+           "SPECTUNE_TARGETS": "", "SPECTUNE_REPORTS": str(tmp_path / "r"), "SPECTUNE_PRODUCTION_SINCE": "0",
+           "SPECTUNE_ALERT_CMD": f'cp "$SPECTUNE_DRIFT_JSON" {alert}'}
+    res = subprocess.run(["bash", str(REPO / "deploy" / "nightly" / "spectune-production.sh")], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 3, res.stdout + res.stderr
+    doc = json.loads(alert.read_text())
+    assert doc["changed"] == [] and doc["outside_band"] == doc["alert"] == ["seg-f90"]
+    assert "ACCEPTANCE OUTSIDE BAND" in res.stdout and "acceptance left the benchmark band" in res.stdout
