@@ -42,14 +42,15 @@ def drafter_for(choice: Choice, measured: str | None, given: dict[str, str] | No
 
 
 def serve_command(model: str, tensor_parallel_size: int | None, choice: Choice, *, draft_model: str | None = None,
-                  draft_models: dict[str, str] | None = None) -> ServeCommand:
+                  draft_models: dict[str, str] | None = None,
+                  extras: dict[str, dict[str, Any]] | None = None) -> ServeCommand:
     """The full command for ``choice`` on ``model`` at the benchmarked TP size.
 
     ``draft_model``: the drafter the benchmark ran with (cells.draft_model); ``draft_models``: the user's
-    METHOD=PATH overrides."""
+    METHOD=PATH overrides; ``extras``: method → the other config keys the cells were measured with."""
     tp = max(int(tensor_parallel_size or 1), 1)
     drafter = drafter_for(choice, draft_model, draft_models)
-    config = speculative_config(choice, {choice.method: drafter} if drafter else None)
+    config = speculative_config(choice, {choice.method: drafter} if drafter else None, extras)
     argv = ["vllm", "serve", model, "--tensor-parallel-size", str(tp)]
     note = None
     if config is None:

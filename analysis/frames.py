@@ -63,7 +63,7 @@ def cells(con: duckdb.DuckDBPyConnection, f: Filters | None = None) -> pl.DataFr
         SELECT c.run_id, c.cell_id, {cols}, c.n_requests, c.n_failed, c.gpu_count, r.backend,
                r.engine_version, r.source AS run_source,
                c.acceptance_source, c.acceptance_suspect, c.schedule, c.synthetic_rates,
-               coalesce(c.origin, 'measured') AS origin, c.draft_model, c.source_url
+               coalesce(c.origin, 'measured') AS origin, c.draft_model, c.speculative_extra, c.source_url
         FROM cells c JOIN runs r USING (run_id)
         WHERE {where}
         QUALIFY row_number() OVER (PARTITION BY c.cell_id ORDER BY c.written_at DESC, c.run_id DESC) = 1

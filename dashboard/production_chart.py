@@ -3,6 +3,9 @@ A/B arms. Altair builders over the frames of analysis.production.frames (no numb
 
 from __future__ import annotations
 
+from datetime import UTC as UTC_ZONE
+from datetime import datetime
+
 import altair as alt
 import polars as pl
 
@@ -12,10 +15,24 @@ RESTART_COLOR = "#C0392B"
 CHANGE_COLOR = "#7D3C98"
 
 
+UTC = alt.Scale(type="utc")  # times are UTC and drawn as UTC, whatever the browser's zone
+KNOWN = "datum.interval == '95 %'"  # a window with an interval; one without is "too few tokens to tell"
+
+
+def _utc_time(field: str, title: str | None = None, fmt: str = "%Y-%m-%d %H:%M") -> alt.Tooltip:
+    return alt.Tooltip(field, format=fmt + " UTC", formatType="utc", title=title or field.split(":")[0])
+
+
+def utc_text(iso: str) -> str:
+    """An ISO 8601 timestamp as ``YYYY-MM-DD HH:MM UTC`` (formatting only)."""
+    return datetime.fromisoformat(iso).astimezone(UTC_ZONE).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def acceptance_over_time(win: pl.DataFrame, notes: pl.DataFrame, method: str) -> alt.LayerChart:
-    """Production acceptance per window (line, 95 % interval as error bars) over the benchmark's band."""
+    """Production acceptance per window (line, 95 % interval as error bars) over the benchmark's band. A window
+    with too few tokens to tell has no error bar and a hollow point: it is not an exact value."""
     color = theme.color_of(method)
-    base = alt.Chart(win).encode(x=alt.X("window:T", title="window start (UTC)"))
+    base = alt.Chart(win).encode(x=alt.X("window:T", title="window start (UTC)", scale=UTC))
     y_scale = alt.Scale(zero=False, domain=[0, 1])
     band = base.mark_area(opacity=0.18, color=theme.INK_SOFT).encode(
         y=alt.Y("band_low:Q", scale=y_scale, title="acceptance rate (accepted / drafted)"), y2="band_high:Q",
@@ -24,20 +41,24 @@ def acceptance_over_time(win: pl.DataFrame, notes: pl.DataFrame, method: str) ->
                  alt.Tooltip("expected_provenance:N", title="benchmark")])
     expected = base.mark_line(strokeDash=[6, 4], color=theme.INK_SOFT).encode(y=alt.Y("expected:Q", scale=y_scale))
     err = base.mark_errorbar(color=color).encode(y=alt.Y("ci_low:Q", scale=y_scale, title=""), y2="ci_high:Q")
-    line = base.mark_line(point=True, color=color).encode(
+    line = base.mark_line(color=color).encode(y=alt.Y("acceptance_rate:Q", scale=y_scale))
+    points = base.mark_point(size=60, color=color, strokeWidth=2).encode(
         y=alt.Y("acceptance_rate:Q", scale=y_scale),
-        tooltip=[alt.Tooltip("window:T", format="%Y-%m-%d %H:%M"), alt.Tooltip("config:N"),
-                 alt.Tooltip("acceptance_rate:Q", format=".3f"), alt.Tooltip("ci_low:Q", format=".3f"),
-                 alt.Tooltip("ci_high:Q", format=".3f"), alt.Tooltip("acceptance_length:Q", format=".2f"),
+        fill=alt.condition(KNOWN, alt.value(color), alt.value("white")),
+        tooltip=[_utc_time("window:T"), alt.Tooltip("config:N"),
+                 alt.Tooltip("acceptance_rate:Q", format=".3f"), alt.Tooltip("interval:N"),
+                 alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"),
+                 alt.Tooltip("acceptance_length:Q", format=".2f"),
                  alt.Tooltip("draft_tokens:Q", format=",.0f"), alt.Tooltip("intervals:Q"),
                  alt.Tooltip("resets:Q", title="restarts")])
-    layers = [band, expected, err, line]
+    layers = [band, expected, err, line, points]
     if notes.height:
         rules = alt.Chart(notes).mark_rule(strokeWidth=2).encode(
-            x="ts:T", color=alt.Color("kind:N", scale=alt.Scale(domain=["restart", "config_change", "relabel"],
-                                                                  range=[RESTART_COLOR, CHANGE_COLOR, theme.INK_SOFT]),
-                                      title="annotation"),
-            tooltip=["kind:N", "target:N", "detail:N", alt.Tooltip("ts:T", format="%Y-%m-%d %H:%M:%S")])
+            x=alt.X("ts:T", scale=UTC),
+            color=alt.Color("kind:N", scale=alt.Scale(domain=["restart", "config_change", "relabel"],
+                                                      range=[RESTART_COLOR, CHANGE_COLOR, theme.INK_SOFT]),
+                            title="annotation"),
+            tooltip=["kind:N", "target:N", "detail:N", _utc_time("ts:T", fmt="%Y-%m-%d %H:%M:%S")])
         layers.append(rules)
     return alt.layer(*layers).properties(width=760, height=280)
 
@@ -45,10 +66,10 @@ def acceptance_over_time(win: pl.DataFrame, notes: pl.DataFrame, method: str) ->
 def positions_over_time(pos: pl.DataFrame) -> alt.Chart:
     """r_i per window: the chance that the first i draft tokens were all accepted."""
     return alt.Chart(pos).mark_line(point=True).encode(
-        x=alt.X("window:T", title="window start (UTC)"),
+        x=alt.X("window:T", title="window start (UTC)", scale=UTC),
         y=alt.Y("acceptance:Q", title="r_i = accepted at position i / drafts", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("position:O", title="position"),
-        tooltip=[alt.Tooltip("window:T", format="%Y-%m-%d %H:%M"), "position:O",
+        tooltip=[_utc_time("window:T"), "position:O",
                  alt.Tooltip("acceptance:Q", format=".3f")]).properties(width=760, height=220)
 
 

@@ -84,6 +84,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'steady_fallback',
         'dataset',
         'source_url',
+        'speculative_extra',
     ),
     'positions': (
         'run_id',
@@ -335,6 +336,7 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'steady_fallback': 'VARCHAR',
         'dataset': 'VARCHAR',
         'source_url': 'VARCHAR',
+        'speculative_extra': 'VARCHAR',
     },
     'positions': {
         'run_id': 'VARCHAR',
@@ -592,6 +594,7 @@ DDL: tuple[str, ...] = (
         '\tsteady_fallback VARCHAR, \n'
         '\tdataset VARCHAR, \n'
         '\tsource_url VARCHAR, \n'
+        '\tspeculative_extra VARCHAR, \n'
         '\tPRIMARY KEY (run_id, cell_id)\n'
         ')'
     ),

@@ -118,6 +118,10 @@ cells = Table(
     # public source of an imported/published figure (null for runs measured here)
     Column("dataset", String),
     Column("source_url", String),
+    # v5: the extra --speculative-config keys the server ran with beyond method, depth, drafter and schedule
+    # (n-gram's prompt_lookup_max/min, a matrix's methods.X.extra), as a JSON object; null: none, or not known
+    # (stored before v5, imported). The deploy command recommends these, so it is the config that was measured.
+    Column("speculative_extra", String),
 )
 
 positions = Table(

@@ -529,7 +529,8 @@ def find_run_by_file_hash(con: duckdb.DuckDBPyConnection, file_hash: str) -> str
 
 # ---- cells ------------------------------------------------------------------------------------------
 
-LABEL_COLUMNS = ("origin", "draft_model", "source_url")  # cell columns a writer states (how the numbers came to be)
+# cell columns a writer states (how the numbers came to be, and the config keys they were measured with)
+LABEL_COLUMNS = ("origin", "draft_model", "source_url", "speculative_extra")
 
 def cell_status(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
     """cell_id → status for every cell already in a run (what ``--resume`` skips)."""

@@ -137,6 +137,26 @@ def drafter(cfg: ServerConfig) -> str | None:
     return cfg.family_spec.draft_models.get(cfg.method) or cfg.method_spec.draft_model or None
 
 
+# --speculative-config keys a cell states in its own columns (method, depth, draft_model, schedule, synthetic rates)
+_STATED_KEYS = frozenset({"method", "num_speculative_tokens", "model", "num_speculative_tokens_per_batch_size",
+                          "rejection_sample_method", "synthetic_acceptance_rates"})
+
+
+def speculative_extra(cfg: ServerConfig) -> str | None:
+    """The other keys of the ``--speculative-config`` this server config runs with (n-gram's lookup window as
+    launched, the matrix's ``methods.X.extra``) as JSON, stored with its cells so the deploy command recommends
+    what was measured; None for the baseline or when there are none."""
+    import json
+
+    from runner.vllm.server import speculative_config
+
+    if cfg.method == "none" or cfg.depth < 1:
+        return None
+    config = speculative_config(cfg.method, cfg.depth, cfg.method_spec.extra)
+    extra = {k: v for k, v in (config or {}).items() if k not in _STATED_KEYS}
+    return json.dumps(extra, sort_keys=True, separators=(",", ":")) if extra else None
+
+
 def land(con, run_id: str, outcome: CellOutcome, summary: RunSummary, replace: bool,
          labels: dict[str, str | None] | None = None) -> None:
     if outcome.status == "ok":
@@ -201,7 +221,7 @@ def _run(matrix: Matrix, opts: RunOptions, backend: Backend, run_id: str, summar
         with contextlib.ExitStack() as stack:
             shared = None if per_cell else stack.enter_context(store.session(opts.db))
 
-            labels = {"draft_model": drafter(cfg), "origin": opts.origin}
+            labels = {"draft_model": drafter(cfg), "origin": opts.origin, "speculative_extra": speculative_extra(cfg)}
 
             def sink(outcome: CellOutcome, label: str = cfg.label(), shared=shared, labels=labels) -> None:
                 nonlocal done

@@ -4,8 +4,10 @@ With request logs in the store (``python -m ingest requests``), ``drift`` also r
 inside one deployment (``--by tenant``; JSON key ``request_segments``, analysis/production/request_segments.py);
 ``--segment`` then names watch segments or label values.
 
-``drift`` prints, per segment × config, production acceptance (windows with intervals), the benchmark's
-expectation, the gap and the drift decision; exit 3 when a segment's winner changed (as ``compare``).
+``drift`` prints, per segment × config, production acceptance (with its interval), the benchmark's
+expectation and band, the gap and the drift decision; exit 3 when a segment's winner changed (as ``compare``)
+or its production acceptance lies outside the benchmark band (analysis.production.drift.ALERTS). Times are
+printed in UTC, marked so.
 ``ab --a TARGET --b TARGET`` (or ``--segment S`` with exactly two targets in it) prints the A/B readout.
 """
 
@@ -32,7 +34,7 @@ def _time(text: str | None, flag: str) -> datetime | None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--segment", action="append", default=[], help="segment(s) to read (repeatable; default all)")
-    p.add_argument("--since", default=None, metavar="T", help="ISO 8601 or unix seconds")
+    p.add_argument("--since", default=None, metavar="T", help="ISO 8601 (UTC unless it has an offset) or unix seconds")
     p.add_argument("--until", default=None, metavar="T")
 
 
@@ -155,25 +157,55 @@ def _drift(args: argparse.Namespace) -> int:
         print(json.dumps(doc, default=str))
     else:
         print_drift(doc)
-    return EXIT_CHANGED if doc["changed"] else 0
+    return EXIT_CHANGED if doc["alert"] else 0
 
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def _rate(p: dict) -> str:
+    """Production acceptance with its 95 % interval, or why it has none."""
+    rate = _num(p.get("acceptance_rate"))
+    ci = p.get("acceptance_rate_ci") or [None, None]
+    if p.get("acceptance_rate") is None:
+        return rate
+    if ci[0] is None:
+        return f"{rate} ({p.get('interval') or 'no interval'})"
+    return f"{rate} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _when(ts: str) -> str:
+    """An ISO 8601 UTC timestamp as ``YYYY-MM-DD HH:MM:SS UTC``."""
+    return datetime.fromisoformat(ts).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def print_drift(doc: dict) -> None:
+    if doc.get("period"):
+        print(f"period {_when(doc['period']['start'])} → {_when(doc['period']['end'])}")
     for s in doc["segments"]:
         p, b = s["production"], s.get("benchmark")
-        rate = "n/a" if p["acceptance_rate"] is None else f"{p['acceptance_rate']:.3f}"
-        exp = "no benchmark" if not b else (f"benchmark {b['acceptance_rate']:.3f} [{b['band'][0]:.3f}, "
-                                            f"{b['band'][1]:.3f}] ({b['provenance']})")
+        band = (b or {}).get("band") or [None, None]
+        exp = "no benchmark" if not b else (f"benchmark {_num(b['acceptance_rate'])} [{_num(band[0])}, "
+                                            f"{_num(band[1])}] ({b['provenance']})")
         print(f"{s['segment']}: {candidate(s['method'], s['depth'])} on {s['family']}/{s['gpu']}/{s['workload']}  "
-              f"acceptance {rate} vs {exp}, gap {_pct(s.get('gap_pct'))}")
+              f"acceptance {_rate(p)} vs {exp}, gap {_pct(s.get('gap_pct'))}")
         rec = s.get("recommendation")
         if s["status"] == "winner_changed":
-            print(f"  WINNER CHANGED: {candidate(rec['method'], rec['depth'])} now wins clearly "
+            how = "now wins clearly" if rec["clear"] else (
+                f"leads, and the running config is clearly beaten (tie: "
+                f"{', '.join((s.get('at_production_acceptance') or {}).get('tied') or []) or 'n/a'})")
+            print(f"  WINNER CHANGED: {candidate(rec['method'], rec['depth'])} {how} "
                   f"({_pct(rec['gain_vs_deployed_pct'])} vs deployed)  {rec['vllm_args']}")
+        elif s["status"] == "acceptance_outside_band" and rec:
+            side = "below" if (s.get("gap_pct") or 0) < 0 else "above"
+            print(f"  ACCEPTANCE OUTSIDE BAND: production is {side} the benchmark band; the benchmark no longer "
+                  f"describes this traffic (re-measure on it). Best still {candidate(rec['method'], rec['depth'])} "
+                  f"({'clear' if rec['clear'] else 'tie'})  {rec['vllm_args']}")
         elif rec:
             verdict = "clear" if rec["clear"] else "tie"
             print(f"  no change: best {candidate(rec['method'], rec['depth'])} ({verdict})")
@@ -214,6 +246,8 @@ def ab(args: argparse.Namespace) -> int:
         return 0
     a, b = doc["a"], doc["b"]
     print(f"A/B on {doc['metric']} over {doc.get('blocks', 0)} block(s): {a['target']} vs {b['target']}")
+    if doc.get("window"):
+        print(f"  shared window {_when(doc['window']['start'])} → {_when(doc['window']['end'])}")
     for arm in (a, b):
         m = arm.get("metrics", {}).get(doc["metric"], {})
         name = candidate(arm.get("method"), arm.get("depth"))

@@ -9,7 +9,7 @@ blocks (the same Poisson weights for both arms, so a busy minute weighs on both)
 (DESIGN): the better point estimate wins *clearly* only when the 95 % interval of the difference
 excludes zero and the difference exceeds the practical-equivalence margin; otherwise it is a ``tie``.
 With fewer than :data:`MIN_BLOCKS` blocks or :data:`MIN_REQUESTS` requests per arm it is
-``too_early``.
+``too_early``. The shared window's start and end are ISO 8601 in UTC with their offset.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from analysis.production import deltas
+from analysis.production.windows import iso_utc
 
 MIN_BLOCKS = 5
 MIN_REQUESTS = 30
@@ -158,7 +159,7 @@ def readout(iv: pl.DataFrame, hist_iv: pl.DataFrame, a: str, b: str, opts: ABOpt
     m = opts.metric
     higher = METRICS[m]
     doc = {"metric": m, "higher_is_better": higher, "blocks": n, "block_s": opts.block_s,
-           "window": {"start": str(start), "end": str(end)}, "a": doc_arms[0], "b": doc_arms[1],
+           "window": {"start": iso_utc(start), "end": iso_utc(end)}, "a": doc_arms[0], "b": doc_arms[1],
            "margin_pct": opts.margin_pct}
     reqs = [d["requests"] or 0 for d in doc_arms]
     if m not in point[0] or m not in point[1]:

@@ -12,8 +12,16 @@ candidate's acceptance by production / benchmark). The status is:
   beaten* — it is outside the tied set and the pick's gain over it has a 95 % interval above 0 — even when the
   leaders among themselves are a tie (``clear: false``; the recommendation is then the pick of that tie). The
   only drift worth an alert (exit 3);
-* ``no_change`` — the same pick, or the deployed one still could be best (tied, or a gain not separable from 0);
+* ``acceptance_outside_band`` — the winner did not change, but production acceptance lies outside the
+  benchmark's band: its 95 % interval over the period (analysis.production.windows.rate_interval) does not
+  overlap the band of the benchmark cells. The benchmark no longer describes this traffic (a re-measure on it
+  is due), so this alerts too (exit 3). ``outside_band`` is true/false, or null when the period has too few
+  tokens to tell;
+* ``no_change`` — the same pick, or the deployed one still could be best (tied, or a gain not separable from 0),
+  and production acceptance is inside the band (or too few tokens to tell);
 * ``no_benchmark`` / ``no_traffic`` — nothing to compare against, or no drafted tokens in the period.
+
+``ALERTS`` are the statuses ``analysis drift`` exits 3 for.
 """
 
 from __future__ import annotations
@@ -26,10 +34,12 @@ import polars as pl
 
 from analysis.labels import candidate
 from analysis.production.expectation import expectation
+from analysis.production.windows import RateInterval
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore.config import Choice
 from ingest.errors import UsageError
 
+ALERTS = ("winner_changed", "acceptance_outside_band")
 TRACE_REQUESTS = 400  # the synthetic trace's size: only means and counter totals matter to re-scoring
 
 
@@ -72,12 +82,25 @@ def _pick(rec: dict | None) -> dict | None:
             "expected": rec["expected"], "vllm_args": rec["vllm_args"], "keep_deployed": rec["keep_default"]}
 
 
-def decide(con: duckdb.DuckDBPyConnection, group: dict, totals: dict, opts: DriftOptions) -> dict:
-    """The drift row of one segment × config (group: segment, family, method, depth, gpu, workload)."""
+def outside_band(band: list | None, ci: tuple[float | None, float | None]) -> bool | None:
+    """True when the production interval lies wholly outside the benchmark band, False when they overlap, None
+    when either is unknown (no band, or too few tokens to tell)."""
+    if not band or band[0] is None or band[1] is None or ci[0] is None or ci[1] is None:
+        return None
+    return bool(ci[1] < band[0] or ci[0] > band[1])
+
+
+def decide(con: duckdb.DuckDBPyConnection, group: dict, totals: dict, opts: DriftOptions,
+           period: RateInterval | None = None) -> dict:
+    """The drift row of one segment × config (group: segment, family, method, depth, gpu, workload); ``period``
+    is production acceptance over the whole period with its interval."""
     seg, family, method, depth = group["segment"], group["family"], group["method"], group["depth"]
+    ci = period.rate_ci if period else (None, None)
     row = {**{k: group.get(k) for k in ("segment", "family", "method", "depth", "gpu", "workload")},
            "production": {"acceptance_rate": _r(totals["accepted_tokens"] / totals["draft_tokens"], 6)
                           if totals.get("draft_tokens") else None,
+                          "acceptance_rate_ci": [_r(x, 6) for x in ci],
+                          "interval": period.note if period else None,
                           "acceptance_length": _r(1 + totals["accepted_tokens"] / totals["drafts"], 6)
                           if totals.get("drafts") else None,
                           "draft_tokens": totals.get("draft_tokens"), "requests": totals.get("requests_ok")}}
@@ -86,7 +109,7 @@ def decide(con: duckdb.DuckDBPyConnection, group: dict, totals: dict, opts: Drif
     rate = row["production"]["acceptance_rate"]
     row["gap_pct"] = _r((rate / exp["acceptance_rate"] - 1) * 100, 2) if exp and rate is not None and \
         exp["acceptance_rate"] else None
-    row["outside_band"] = bool(exp and rate is not None and not exp["band"][0] <= rate <= exp["band"][1])
+    row["outside_band"] = outside_band(exp["band"] if exp else None, ci)
     if not family or not method or depth is None or method == "none":
         return {**row, "status": "no_benchmark", "why": "the targets file does not say family, method and depth"}
     if not totals.get("draft_tokens"):
@@ -115,7 +138,8 @@ def decide(con: duckdb.DuckDBPyConnection, group: dict, totals: dict, opts: Drif
     changed = ((p["clear"] or deployed_beaten) and not p["keep_deployed"]
                and (p["method"], p["depth"]) != (b["method"], b["depth"]))
     row["deployed_clearly_beaten"] = deployed_beaten
-    row["status"] = "winner_changed" if changed else "no_change"
+    row["status"] = ("winner_changed" if changed else "acceptance_outside_band" if row["outside_band"]
+                     else "no_change")
     row["recommendation"] = {"method": p["method"], "depth": p["depth"], "clear": p["clear"],
                              "gain_vs_deployed_pct": p["gain_vs_deployed_pct"], "gain_ci_pct": p["gain_ci_pct"],
                              "vllm_args": p["vllm_args"]}

@@ -102,9 +102,10 @@ def segment_names(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def benchmark_cells(con: duckdb.DuckDBPyConnection, family: str, method: str, depth: int, workload: str | None,
                     gpu: str | None) -> pl.DataFrame:
-    """Measured or simulated cells of one (family, method, depth[, workload][, gpu]) with acceptance, and
-    the 2.5/97.5 % of their bootstrap replicates."""
-    clauses = ["c.status = 'ok'", "c.acceptance_rate IS NOT NULL", "c.family = ?", "c.method = ?", "c.depth = ?"]
+    """Measured or simulated cells of one (family, method, depth[, workload][, gpu]) with acceptance, their
+    counter totals, and the 2.5/97.5 % of their finite bootstrap replicates (null for a counters-only cell: its
+    replicates of acceptance are NaN — no per-request data to resample)."""
+    clauses = ["c.status = 'ok'", "isfinite(c.acceptance_rate)", "c.family = ?", "c.method = ?", "c.depth = ?"]
     params: list = [family, method, depth]
     if workload:
         clauses.append("c.workload = ?")
@@ -114,10 +115,10 @@ def benchmark_cells(con: duckdb.DuckDBPyConnection, family: str, method: str, de
         params.append(gpu)
     return sql.frame(con, f"""
         SELECT c.run_id, c.cell_id, c.gpu, c.workload, c.concurrency, r.backend, c.acceptance_rate,
-               c.acceptance_length,
+               c.acceptance_length, c.acceptance_source, c.drafts, c.draft_tokens, c.accepted_tokens,
                (SELECT quantile_cont(b.acceptance_rate, 0.025) FROM cell_bootstrap b
-                 WHERE b.run_id = c.run_id AND b.cell_id = c.cell_id) AS rate_lo,
+                 WHERE b.run_id = c.run_id AND b.cell_id = c.cell_id AND isfinite(b.acceptance_rate)) AS rate_lo,
                (SELECT quantile_cont(b.acceptance_rate, 0.975) FROM cell_bootstrap b
-                 WHERE b.run_id = c.run_id AND b.cell_id = c.cell_id) AS rate_hi
+                 WHERE b.run_id = c.run_id AND b.cell_id = c.cell_id AND isfinite(b.acceptance_rate)) AS rate_hi
         FROM cells c JOIN runs r USING (run_id)
         WHERE {' AND '.join(clauses)} ORDER BY c.gpu, c.workload, c.concurrency""", params)

@@ -3,11 +3,14 @@ expectation, the gap, restart/config-change annotations and the drift decision.
 
 JSON keys: ``segments: [{segment, family, method, depth, gpu, workload, targets, production, benchmark,
 gap_pct, outside_band, status, recommendation, windows: [...], annotations: [...]}]``, ``changed``
-(segments whose winner changed), ``warnings``.
+(segments whose winner changed), ``outside_band`` (segments whose acceptance left the benchmark band while
+the winner held), ``alert`` (either: ``analysis drift`` exits 3), ``period`` (first and last sample),
+``warnings``. Every timestamp is ISO 8601 in UTC with its offset.
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -15,8 +18,8 @@ import duckdb
 import polars as pl
 
 from analysis.production import deltas, load
-from analysis.production.drift import DriftOptions, decide
-from analysis.production.windows import GROUP, WindowSpec, acceptance_windows
+from analysis.production.drift import ALERTS, DriftOptions, decide
+from analysis.production.windows import GROUP, WindowSpec, acceptance_windows, iso_utc, rate_interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +41,10 @@ def interval_frames(con: duckdb.DuckDBPyConnection, q: ProductionQuery) -> tuple
 
 
 def annotations(con: duckdb.DuckDBPyConnection, iv: pl.DataFrame, targets: list[str]) -> list[dict]:
-    out = [{"ts": str(r["ts"]), "target": r["target"], "kind": "restart", "detail": "counters reset"}
+    out = [{"ts": iso_utc(r["ts"]), "target": r["target"], "kind": "restart", "detail": "counters reset"}
            for r in deltas.restarts(iv).iter_rows(named=True)]
     ev = load.events(con, targets).filter(pl.col("kind").is_in(["config_change", "relabel"]))
-    out += [{"ts": str(r["ts"]), "target": r["target"], "kind": r["kind"], "detail": r["detail"]}
+    out += [{"ts": iso_utc(r["ts"]), "target": r["target"], "kind": r["kind"], "detail": r["detail"]}
             for r in ev.iter_rows(named=True)]
     return sorted(out, key=lambda a: a["ts"])
 
@@ -51,20 +54,26 @@ def production_report(con: duckdb.DuckDBPyConnection, q: ProductionQuery, opts: 
     iv, pos_iv = interval_frames(con, q)
     segs, warnings = [], []
     if iv.height == 0:
-        return {"segments": [], "changed": [], "warnings": ["no watch samples for these segments and times "
-                                                            "(run `python -m ingest watch TARGETS`)"]}
+        return {"segments": [], "changed": [], "outside_band": [], "alert": [], "period": None,
+                "warnings": ["no watch samples for these segments and times (run `python -m ingest watch TARGETS`)"]}
     windows = acceptance_windows(iv, pos_iv, WindowSpec(q.window_s))
     for key, g in iv.group_by(list(GROUP), maintain_order=True):
         group = dict(zip(GROUP, key, strict=True))
         totals = {c: float(g[c].fill_null(0).sum()) for c in deltas.COUNTERS}
         targets = sorted(set(g["target"].to_list()))
-        row = decide(con, group, totals, opts) if q.decide else {**group, "status": "not_decided"}
+        arrays = (g.filter(pl.col("draft_tokens").is_not_null())[c].fill_null(0).to_numpy().astype(float)
+                  for c in ("accepted_tokens", "draft_tokens", "drafts"))
+        period = rate_interval(*arrays, seed=zlib.crc32(str(key).encode()))
+        row = decide(con, group, totals, opts, period) if q.decide else {**group, "status": "not_decided"}
         row["targets"] = targets
         row["windows"] = [w for w in windows if all(w[k] == group[k] for k in GROUP)]
         row["annotations"] = annotations(con, g, targets)
         segs.append(row)
         warnings += [w for w in row.get("warnings", []) if w not in warnings]
     return {"segments": segs, "changed": [s["segment"] for s in segs if s["status"] == "winner_changed"],
+            "outside_band": [s["segment"] for s in segs if s["status"] == "acceptance_outside_band"],
+            "alert": [s["segment"] for s in segs if s["status"] in ALERTS],
+            "period": {"start": iso_utc(iv["ts"].min()), "end": iso_utc(iv["ts"].max())},
             "window_s": q.window_s, "warnings": warnings}
 
 

@@ -4,19 +4,32 @@ vLLM's definitions (DESIGN "Metric definitions"): acceptance rate = Σ accepted 
 acceptance length τ = 1 + Σ accepted / Σ drafts, per-position r_i = Σ accepted at i / Σ drafts. A
 window's interval is a bootstrap over its scrape intervals (Poisson weights, ratio of weighted sums):
 each interval's increase is one unit of traffic. Units next to each other are correlated (a long
-request spans several), so with few intervals the band is honest rather than tight — a window of
-fewer than :data:`MIN_INTERVALS` intervals has no interval at all.
+request spans several), so with few intervals the band is honest rather than tight.
+
+Tiny windows are not drawn as exact points (the rule, docs/watch.md): a window with fewer than
+:data:`MIN_INTERVALS` scrape intervals that drafted anything, or fewer than :data:`MIN_DRAFTS` drafts
+(verify steps), has **no** interval and says ``interval: "too few tokens to tell"``. Otherwise the interval
+is the envelope of the bootstrap one and a Wilson score interval over the window's drafts — each draft's
+accepted fraction lies in [0, 1], so its variance is at most p(1 − p) and the Wilson interval with n = drafts
+is never narrower than independent drafts allow. So one busy interval among idle ones (every replicate the
+same ratio) or a window where every draft was fully accepted never reads as a zero-width, exact value.
+
+Timestamps in the documents are ISO 8601 in UTC with their offset (``2026-12-03T10:00:00+00:00``).
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 REPLICATES = 400
-MIN_INTERVALS = 3
+MIN_INTERVALS = 3  # scrape intervals with drafted tokens in them
+MIN_DRAFTS = 30  # verify steps: below this a window's rate is "too few tokens to tell"
+Z95 = 1.959964
+TOO_FEW = "too few tokens to tell"
 GROUP = ("segment", "family", "method", "depth", "gpu", "workload")
 
 
@@ -47,6 +60,51 @@ def ratio_interval(num: np.ndarray, den: np.ndarray, seed: int = 0, reps: int = 
     return float(lo), float(hi)
 
 
+def wilson(p: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``p`` over ``n`` units (n > 0)."""
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denom
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def iso_utc(ts) -> str:
+    """A stored (naive, UTC) timestamp as ISO 8601 with its offset; an aware one is converted to UTC."""
+    from datetime import UTC, datetime
+
+    if isinstance(ts, datetime):
+        return (ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)).isoformat()
+    return str(ts)
+
+
+@dataclass(frozen=True, slots=True)
+class RateInterval:
+    """Acceptance rate and length with their 95 % intervals; ``note`` says why there is none."""
+
+    rate: float | None
+    rate_ci: tuple[float | None, float | None]
+    length: float | None
+    length_ci: tuple[float | None, float | None]
+    note: str  # "95 %" or TOO_FEW
+
+
+def rate_interval(acc: np.ndarray, dtok: np.ndarray, drafts: np.ndarray, seed: int) -> RateInterval:
+    """Rate = Σacc/Σdtok and length = 1 + Σacc/Σdrafts over units (scrape intervals), with honest intervals:
+    none when too few units drafted or too few drafts; else bootstrap ∪ Wilson-over-drafts (module doc)."""
+    n_drafts, n_tok = float(drafts.sum()), float(dtok.sum())
+    rate = float(acc.sum()) / n_tok if n_tok > 0 else None
+    length = 1 + float(acc.sum()) / n_drafts if n_drafts > 0 else None
+    busy = int((dtok > 0).sum())
+    if rate is None or busy < MIN_INTERVALS or n_drafts < MIN_DRAFTS:
+        return RateInterval(rate, (None, None), length, (None, None), TOO_FEW)
+    blo, bhi = ratio_interval(acc, dtok, seed)
+    wlo, whi = wilson(min(max(rate, 0.0), 1.0), n_drafts)
+    lo = wlo if blo is None else min(blo, wlo)
+    hi = whi if bhi is None else max(bhi, whi)
+    per_draft = n_tok / n_drafts  # draft tokens per verify step (the depth): maps a rate bound to a length bound
+    return RateInterval(rate, (lo, hi), length, (1 + lo * per_draft, 1 + hi * per_draft), "95 %")
+
+
 def replicate_ratios(num: np.ndarray, den: np.ndarray, w: np.ndarray) -> np.ndarray:
     d = w @ den
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -74,25 +132,21 @@ def acceptance_windows(iv: pl.DataFrame, pos_iv: pl.DataFrame | None, spec: Wind
         k = dict(zip(keys, key, strict=True))
         acc, dtok, drafts = (g[c].fill_null(0).to_numpy().astype(float)
                              for c in ("accepted_tokens", "draft_tokens", "drafts"))
-        seed = abs(hash((k["segment"], str(k["window"])))) % (2**32)
-        rate = acc.sum() / dtok.sum() if dtok.sum() > 0 else None
-        length = 1 + acc.sum() / drafts.sum() if drafts.sum() > 0 else None
-        rlo, rhi = ratio_interval(acc, dtok, seed)
-        llo, lhi = ratio_interval(acc, drafts, seed)
+        seed = zlib.crc32(f"{k['segment']}|{k['window']}".encode())  # hash() of text differs per process
+        ri = rate_interval(acc, dtok, drafts, seed)
         per_pos: list[float | None] = []
         pp = per_pos_of.get(tuple(key), {})
         if pp and drafts.sum() > 0:
             per_pos = [_r(pp.get(i, 0.0) / drafts.sum()) for i in range(1, max(pp) + 1)]
         gen = g["generation_tokens"].fill_null(0).sum()
         span = float(g["dt_s"].sum())
-        out.append({**{kk: (str(v) if kk == "window" else v) for kk, v in k.items()},
+        out.append({**{kk: (iso_utc(v) if kk == "window" else v) for kk, v in k.items()},
                     "intervals": g.height, "span_s": round(span, 3), "resets": int(g["reset"].sum()),
                     "gaps": int(g["gap"].sum()), "drafts": float(drafts.sum()), "draft_tokens": float(dtok.sum()),
                     "accepted_tokens": float(acc.sum()), "generation_tokens": float(gen),
-                    "acceptance_rate": _r(rate), "acceptance_rate_ci": [_r(rlo), _r(rhi)],
-                    "acceptance_length": _r(length),
-                    "acceptance_length_ci": [_r(1 + llo) if llo is not None else None,
-                                             _r(1 + lhi) if lhi is not None else None],
+                    "acceptance_rate": _r(ri.rate), "acceptance_rate_ci": [_r(x) for x in ri.rate_ci],
+                    "acceptance_length": _r(ri.length), "acceptance_length_ci": [_r(x) for x in ri.length_ci],
+                    "interval": ri.note,
                     "per_position": per_pos,
                     "output_throughput": _r(gen / span if span > 0 else None, 3)})
     return out

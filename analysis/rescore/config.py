@@ -3,9 +3,11 @@
 Owns the exact ``--speculative-config`` JSON a recommendation prints. It follows vLLM's own keys
 (``method``, ``num_speculative_tokens``; n-gram's ``prompt_lookup_max``/``prompt_lookup_min``; a
 separate drafter's ``model``). The n-gram defaults are vLLM's example values, the same the runner
-launches with (runner/vllm/server.py), so a recommended n-gram config is the one that was measured.
-``none`` means no flag at all. Methods with a separately trained drafter (EAGLE-3, DFlash, DSpark,
-draft_model, medusa) need its path: it comes from ``--draft-model METHOD=PATH`` or stays a marked gap.
+launches with (runner/vllm/server.py), for cells that do not say what they ran with. The keys the
+benchmark cells were measured with (``cells.speculative_extra``, e.g. a ``prompt_lookup_max`` of 3) replace
+those defaults: the command recommends the config that was measured. ``none`` means no flag at all. Methods
+with a separately trained drafter (EAGLE-3, DFlash, DSpark, draft_model, medusa) need its path: it comes
+from ``--draft-model METHOD=PATH`` or stays a marked gap.
 """
 
 from __future__ import annotations
@@ -81,15 +83,21 @@ def parse_draft_models(items: list[str]) -> dict[str, str]:
     return out
 
 
-def speculative_config(choice: Choice, draft_models: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """The ``--speculative-config`` dict for a choice; ``None`` for the ``none`` baseline."""
+def speculative_config(choice: Choice, draft_models: dict[str, str] | None = None,
+                       extras: dict[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """The ``--speculative-config`` dict for a choice; ``None`` for the ``none`` baseline.
+
+    ``extras``: method → the other keys its benchmark cells were measured with (``cells.speculative_extra``):
+    they win over the n-gram defaults, so the recommended config is the one that was measured."""
     if choice.method == "none":
         return None
     config: dict[str, Any] = {"method": choice.method, "num_speculative_tokens": choice.depth}
     if choice.schedule:
         config["num_speculative_tokens_per_batch_size"] = [list(r) for r in choice.schedule]
-    if choice.method == "ngram":
+    measured = (extras or {}).get(choice.method) or {}
+    if choice.method == "ngram" and not measured:
         config.update(NGRAM_DEFAULTS)
+    config.update({k: v for k, v in measured.items() if k not in config and k != "model"})
     model = (draft_models or {}).get(choice.method)
     if model:
         config["model"] = model

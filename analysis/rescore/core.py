@@ -259,12 +259,15 @@ def rescore(con: duckdb.DuckDBPyConnection, trace: pl.DataFrame | pl.LazyFrame |
             rec["model"] = m.model
             rec["deploy"] = serve_command(m.model, m.tensor_parallel_size, scored[rec["_winner_index"]],
                                           draft_model=m.draft_models.get(rec["method"]),
-                                          draft_models=opts.draft_models).as_dict()
-            if m.draft_models.get(rec["method"]) and rec["needs_draft_model"]:  # the benchmark's own drafter
-                drafters = {**m.draft_models, **opts.draft_models}
-                rec["speculative_config"] = speculative_config(scored[rec["_winner_index"]], drafters)
+                                          draft_models=opts.draft_models,
+                                          extras=m.speculative_extras).as_dict()
+            own_drafter = bool(m.draft_models.get(rec["method"]) and rec["needs_draft_model"])
+            if own_drafter or m.speculative_extras.get(rec["method"]):  # what the benchmark's cells ran with
+                drafters = {**m.draft_models, **opts.draft_models} if own_drafter else opts.draft_models
+                rec["speculative_config"] = speculative_config(scored[rec["_winner_index"]], drafters,
+                                                               m.speculative_extras)
                 rec["vllm_args"] = vllm_args(rec["speculative_config"])
-                rec["needs_draft_model"] = False
+                rec["needs_draft_model"] = rec["needs_draft_model"] and not own_drafter
             rec["load"]["reference"] = ref
             recs.append(rec)
             cand_rows += rows

@@ -25,7 +25,8 @@ from ingest.sql import ArrowStream
 Key = tuple[str, int, str, int]  # method, depth, workload, concurrency
 # The cells columns a matrix is built from (the rest of frames.cells is not read here).
 _ROW_COLUMNS = ("family", "gpu", "model", "method", "depth", "workload", "concurrency", "acceptance_length",
-                "backend", "cell_id", "gpu_count", "draft_model", "mean_ttft_ms", "mean_tpot_ms", "n_requests")
+                "backend", "cell_id", "gpu_count", "draft_model", "speculative_extra", "mean_ttft_ms", "mean_tpot_ms",
+                "n_requests")
 REPLICATED = ("output_throughput", "p99_e2e_ms")  # the replicates a cell carries, as ratios to its point value
 
 
@@ -65,6 +66,8 @@ class Matrix:
     models: dict[str, int] = field(default_factory=dict)  # concrete model name -> cells
     tensor_parallel_size: int = 1  # GPUs per server in the cells (the deploy command's TP)
     draft_models: dict[str, str] = field(default_factory=dict)  # method -> drafter the cells ran with
+    # method -> the other --speculative-config keys its cells ran with (cells.speculative_extra)
+    speculative_extras: dict[str, dict] = field(default_factory=dict)
 
     @property
     def model(self) -> str:
@@ -139,11 +142,24 @@ def load_matrices(con: duckdb.DuckDBPyConnection, families: tuple[str, ...] = ()
         m.tensor_parallel_size = max(m.tensor_parallel_size, int(row["gpu_count"] or 1))
         if row["draft_model"]:
             m.draft_models.setdefault(row["method"], row["draft_model"])
+        if row["speculative_extra"]:
+            m.speculative_extras.setdefault(row["method"], _extra(row["speculative_extra"]))
         key = (cell.method, cell.depth, cell.workload, cell.concurrency)
         # Two models of one family may hold the same key: the better-sampled cell wins.
         if key not in m.cells or m.cells[key].ttft.size < cell.ttft.size:
             m.cells[key] = cell
     return out
+
+
+def _extra(text: str) -> dict:
+    """A cell's stored speculative_extra JSON object; anything else (damaged, not an object) reads as none."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _output_tokens(con: duckdb.DuckDBPyConnection, cells: pl.DataFrame) -> dict[int, int | None]:

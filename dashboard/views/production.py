@@ -68,18 +68,32 @@ if simulated:
     st.warning("The benchmark expectation for this segment comes from **simulated** cells (backend `sim`); "
                "production acceptance is measured by your servers.", icon=":material/science:")
 st.caption("Acceptance rate = accepted / drafted tokens per window, from the servers' own counter deltas "
-           "(vLLM's definition); error bars: 95 % bootstrap over scrape intervals. Grey band: the benchmark's "
-           "acceptance for the same family, method, depth and workload. Red rules: restarts; purple: config changes.")
+           "(vLLM's definition); error bars: 95 % interval (bootstrap over scrape intervals, never narrower than "
+           "a Wilson interval over the drafts). A hollow point has too few tokens to tell: no interval. Grey band: "
+           "the benchmark's acceptance for the same family, method, depth and workload. Red rules: restarts; "
+           "purple: config changes. All times UTC.")
+if doc.get("period"):
+    st.caption(f"Period: {production_chart.utc_text(doc['period']['start'])} → "
+               f"{production_chart.utc_text(doc['period']['end'])}")
 
 st.subheader("Current recommendation")
 for s in doc["segments"]:
     rec = s.get("recommendation")
     if s["status"] == "winner_changed":
+        how = "is now the clear pick" if rec["clear"] else "leads (a tie among the leaders) and the running config " \
+            "is clearly beaten"
         st.error(f"**{md.text(s['segment'])}** runs {candidate(s['method'], s['depth'])}; with its production "
                  "acceptance "
-                 f"**{_config_label(rec['method'], rec['depth'])}** is now the clear pick "
+                 f"**{_config_label(rec['method'], rec['depth'])}** {how} "
                  f"({rec['gain_vs_deployed_pct']:+.1f} % vs running). Deploy: {_deploy(rec['vllm_args'])}",
                  icon=":material/notifications_active:")
+    elif s["status"] == "acceptance_outside_band" and rec:
+        side = "below" if (s.get("gap_pct") or 0) < 0 else "above"
+        st.warning(f"**{md.text(s['segment'])}** ({candidate(s['method'], s['depth'])}): production acceptance "
+                   f"is **outside the benchmark band** ({side}, {s['gap_pct']:+.1f} %): the benchmark no longer "
+                   "describes this traffic — re-measure on it. The pick still holds for now: "
+                   f"{_config_label(rec['method'], rec['depth'])} ({'clear' if rec['clear'] else 'tie'}).",
+                   icon=":material/warning:")
     elif rec:
         st.success(f"**{md.text(s['segment'])}** ({candidate(s['method'], s['depth'])}): no change — pick "
                    f"{_config_label(rec['method'], rec['depth'])} ({'clear' if rec['clear'] else 'tie'}).")

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # spectune production drift: (optionally) one fresh watch round, then `analysis drift` over the last day of
-# production counters, a report (JSON + text), and an alert when a segment's winner changed. See docs/nightly.md
+# production counters, a report (JSON + text), and an alert when a segment's winner changed or its production
+# acceptance left the benchmark band (the JSON's "alert" lists both). See docs/nightly.md
 # and docs/watch.md. The watcher itself runs continuously (spectune-watch.service), or here with --once.
 #
-# Exit codes: 0 no segment's winner changed, 3 one did (alert sent), 2 bad input/usage, 1 unexpected failure.
+# Exit codes: 0 no alert, 3 a winner changed or acceptance left the band (alert sent), 2 bad input/usage,
+# 1 unexpected failure.
 set -euo pipefail
 
 SPECTUNE_HOME="${SPECTUNE_HOME:-/opt/spectune}"
@@ -37,9 +39,9 @@ print_drift(json.load(open(sys.argv[1])))' "$out/production.json" >"$out/product
 fi
 set -e
 case "$rc" in
-    0) log "no segment's winner changed ($out/production.txt)" ;;
+    0) log "no segment's winner changed and acceptance is within the benchmark band ($out/production.txt)" ;;
     3)
-        log "a segment's winner changed under production acceptance: $out/production.txt"
+        log "alert: a segment's winner changed, or its acceptance left the benchmark band: $out/production.txt"
         if [ -n "$SPECTUNE_ALERT_CMD" ]; then
             SPECTUNE_DRIFT_JSON="$out/production.json" SPECTUNE_DRIFT_TXT="$out/production.txt" \
                 SPECTUNE_DRIFT_MD="$out/production.txt" bash -c "$SPECTUNE_ALERT_CMD" || log "alert command failed"

@@ -103,3 +103,89 @@ def without_model_error(db: Path) -> None:
         con.execute(f"UPDATE cell_bootstrap AS b SET {sets} FROM model_draws AS d "
                     "WHERE b.run_id = d.run_id AND b.cell_id = d.cell_id AND b.replicate = d.replicate")
         con.execute("DELETE FROM model_draws")
+
+
+PER_REQUEST_ACCEPTANCE = ("drafted_tokens", "accepted_tokens", "spec_steps", "accepted_per_pos", "step_accepted",
+                          "step_drafted")
+
+
+def measured_without_per_request(db: Path, family: str, gpu: str, extras: dict[str, dict] | None = None) -> str:
+    """Re-land every cell of (family, gpu) as a vLLM run whose servers lacked ``--per-request-spec-decode-metrics``
+    (``runner run --endpoint`` against a plain fleet): the same requests, with no per-request acceptance, and the
+    spec-decode counters over the cell as its only acceptance — through the writer the runner uses
+    (store.write_cell), so the cells carry what such a run stores: acceptance_source "counters" and NaN
+    acceptance replicates. ``extras``: method → the other speculative-config keys the servers ran with. The
+    original cells of (family, gpu) are removed; the new run's id is returned."""
+    import json
+
+    import polars as pl
+
+    from ingest import records, sql, store
+
+    run_id = f"counters-only-{family}-{gpu}"
+    with store.session(db) as con:
+        cells = sql.frame(con, "SELECT * FROM cells WHERE family = ? AND gpu = ? AND status = 'ok'", [family, gpu])
+        store.write_run(con, records.RunInfo(run_id=run_id, backend="vllm", source="runner run --endpoint (fleet)"))
+        for c in cells.iter_rows(named=True):
+            reqs = sql.frame(con, "SELECT * FROM requests WHERE run_id = ? AND cell_id = ? ORDER BY request_index",
+                             [c["run_id"], c["cell_id"]])
+            counters = None
+            if c["depth"] and c["drafts"]:  # the cell's own counter totals; per position from its stored rates
+                pos = sql.frame(con, "SELECT acceptance FROM positions WHERE run_id = ? AND cell_id = ? "
+                                     "ORDER BY position", [c["run_id"], c["cell_id"]])["acceptance"].to_list()
+                counters = records.SpecCounters(
+                    drafts=int(c["drafts"]), draft_tokens=int(c["draft_tokens"]),
+                    accepted_tokens=int(c["accepted_tokens"]), accepted_per_pos=[round(r * c["drafts"]) for r in pos])
+            plain = reqs.drop("run_id", "cell_id").with_columns(
+                *[pl.lit(None, dtype=records.REQUEST_SCHEMA[k]).alias(k) for k in PER_REQUEST_ACCEPTANCE])
+            key = records.CellKey(method=c["method"], depth=c["depth"], family=family, model=c["model"],
+                                  workload=c["workload"], gpu=gpu, concurrency=c["concurrency"])
+            extra = (extras or {}).get(c["method"])
+            store.write_cell(con, run_id, key, plain, window_s=c["window_s"], gpu_count=c["gpu_count"] or 1,
+                             counters=counters,
+                             labels={"speculative_extra": json.dumps(extra) if extra else None})
+        for table in ("positions", "requests", "cell_bootstrap", "model_draws", "cell_slo_hist", "cells"):
+            con.execute(f"DELETE FROM {table} WHERE (run_id, cell_id) IN (SELECT (run_id, cell_id) FROM cells "
+                        "WHERE family = ? AND gpu = ? AND run_id <> ?)", [family, gpu, run_id])
+    return run_id
+
+
+NGRAM_MEASURED = {"prompt_lookup_max": 3, "prompt_lookup_min": 2}  # what the fleet's n-gram servers ran with
+
+
+def counters_only_store(tmp_path_factory, default_db: Path) -> tuple[Path, float]:
+    """The default data with Kimi/MI355X measured as a plain fleet measures it (counters only, n-gram with
+    ``NGRAM_MEASURED``), built once per test run; and the benchmark's dspark·6 code acceptance there. The watch
+    segments: ``seg-same`` at the benchmark, ``seg-low`` at 0.3× (the winner changes), ``seg-f90`` at 0.9×
+    (outside the band, same winner), ``seg-tiny`` with a handful of drafts (too few tokens to tell); ``seg-same``
+has a config change annotated."""
+    import shutil
+
+    from ingest import sql, store
+    from tests.conftest import shared_folder
+
+    folder, lock = shared_folder(tmp_path_factory, "counters-only")
+    db = folder / "fleet.duckdb"
+    with lock:
+        if not (folder / "built").exists():
+            shutil.copy(default_db, db)
+            measured_without_per_request(db, "Kimi", "MI355X", {"ngram": NGRAM_MEASURED})
+            bench = _bench(db)
+            for name, factor in (("same", 1.0), ("low", 0.3), ("f90", 0.9)):
+                t = target(name, f"seg-{name}", "Kimi", "dspark", 6, "MI355X", "code")
+                write(db, series(t, bench * factor, seed=1))
+            tiny = target("tiny", "seg-tiny", "Kimi", "dspark", 6, "MI355X", "code")
+            write(db, series(tiny, bench, n=4, drafts_per_step=2.0, seed=5))
+            land.write_to(db, land.Batch(events=[land.Event("same", T0 + 10 * 15, "config_change", "depth 5 → 6")]))
+            (folder / "built").write_text("ok")
+    with store.session(db, read_only=True) as con:
+        assert sql.one(con, "SELECT count(*) FROM cells WHERE acceptance_source = 'counters'")[0] > 0
+    return db, _bench(db)
+
+
+def _bench(db: Path) -> float:
+    from ingest import sql, store
+
+    with store.session(db, read_only=True) as con:
+        return float(sql.one(con, "SELECT avg(acceptance_rate) FROM cells WHERE family = 'Kimi' AND gpu = 'MI355X' "
+                                  "AND workload = 'code' AND method = 'dspark' AND depth = 6")[0])

@@ -3,6 +3,7 @@ too early; histogram quantiles follow Prometheus' histogram_quantile."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,10 @@ def test_the_faster_arm_wins_with_an_interval(db: Path) -> None:
     assert 0 < lo <= doc["difference"] <= hi
     assert doc["a"]["metrics"]["p99_tpot_ms"]["value"] > doc["b"]["metrics"]["p99_tpot_ms"]["value"]
     assert (doc["a"]["depth"], doc["b"]["depth"]) == (2, 4)
+    # the shared window in UTC with its offset: from the end of the first scrape interval (the first sample is
+    # only the baseline)
+    assert doc["window"]["start"] == datetime.fromtimestamp(fleet.T0 + 15, UTC).isoformat()
+    assert doc["window"]["end"].endswith("+00:00")
     assert acc["verdict"] == "winner" and acc["winner"] == "dep-a"
     assert acc["a"]["metrics"]["acceptance_rate"]["value"] == pytest.approx(0.7, abs=0.03)
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import polars as pl
 import pytest
 
 from analysis.production import deltas
-from analysis.production.windows import WindowSpec, acceptance_windows, ratio_interval
+from analysis.production.windows import TOO_FEW, WindowSpec, acceptance_windows, iso_utc, ratio_interval, wilson
 
 T = datetime(2026, 12, 1, 12, 0, 0)
 
@@ -84,3 +84,50 @@ def test_per_position_rates_and_too_few_intervals_have_no_interval() -> None:
     assert w["acceptance_length"] == pytest.approx(1 + sum(w["per_position"]))
     assert w["acceptance_rate_ci"] == [None, None]
     assert ratio_interval(np.array([1.0, 2.0]), np.array([2.0, 2.0])) == (None, None)
+
+
+def test_wilson_matches_the_textbook_interval() -> None:
+    # 50 of 100: the Wilson score interval is [0.4038, 0.5962]; at 0 of 20 it still reaches 0.161 (not a point)
+    assert wilson(0.5, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
+    lo, hi = wilson(0.0, 20)
+    assert lo == 0.0 and hi == pytest.approx(0.1611, abs=1e-4)
+
+
+def test_a_tiny_window_has_no_interval_and_says_too_few_tokens() -> None:
+    # four scrape intervals with two drafts each: a rate, but far too few drafts to tell it from anything else
+    rows = [_row("a", i, 2.0 * i, 6.0 * i) for i in range(5)]
+    (w,) = acceptance_windows(deltas.intervals(_frame(rows)), None, WindowSpec(window_s=86_400))
+    assert w["acceptance_rate"] == pytest.approx(1.0) and w["drafts"] == 8
+    assert w["acceptance_rate_ci"] == [None, None] and w["acceptance_length_ci"] == [None, None]
+    assert w["interval"] == TOO_FEW == "too few tokens to tell"
+
+
+def test_one_busy_interval_among_idle_ones_is_not_an_exact_point() -> None:
+    # ten intervals, only one drafted: every bootstrap replicate that has it gives the same ratio (zero width)
+    rows, d, a = [], 0.0, 0.0
+    for i in range(11):
+        if i == 6:
+            d, a = d + 500, a + 600
+        rows.append(_row("a", i, d, a))
+    (w,) = acceptance_windows(deltas.intervals(_frame(rows)), None, WindowSpec(window_s=86_400))
+    assert w["drafts"] == 500 and w["interval"] == TOO_FEW and w["acceptance_rate_ci"] == [None, None]
+
+
+def test_an_all_accepted_window_gets_a_width_from_its_drafts() -> None:
+    # every draft fully accepted in 5 intervals of 10 drafts: the bootstrap alone says [1, 1]; 50 drafts cannot
+    # tell 1.0 from 0.93
+    rows = [_row("a", i, 10.0 * i, 30.0 * i) for i in range(6)]
+    iv = deltas.intervals(_frame(rows))
+    assert ratio_interval(iv["accepted_tokens"].to_numpy(), iv["draft_tokens"].to_numpy()) == (1.0, 1.0)
+    (w,) = acceptance_windows(iv, None, WindowSpec(window_s=86_400))
+    lo, hi = w["acceptance_rate_ci"]
+    assert w["interval"] == "95 %" and hi == 1.0 and lo == pytest.approx(wilson(1.0, 50)[0], abs=1e-6) and lo < 0.95
+    llo, lhi = w["acceptance_length_ci"]
+    assert lhi == pytest.approx(4.0) and llo == pytest.approx(1 + 3 * lo, abs=1e-5)
+
+
+def test_window_starts_are_utc_with_their_offset() -> None:
+    rows = [_row("a", i, 100.0 * i, 120.0 * i) for i in range(5)]
+    (w,) = acceptance_windows(deltas.intervals(_frame(rows)), None, WindowSpec(window_s=3600))
+    assert w["window"] == "2026-12-01T12:00:00+00:00"
+    assert iso_utc(datetime(2026, 12, 1, 13, 0, tzinfo=timezone(timedelta(hours=1)))) == "2026-12-01T12:00:00+00:00"
