@@ -32,6 +32,7 @@ import polars as pl
 
 from analysis.production import request_load
 from analysis.production.drift import DriftOptions, decide
+from analysis.production.windows import TOO_FEW, RateInterval
 
 REPLICATES = 400  # as the watch windows (analysis/production/windows.py)
 MIN_REQUESTS = 5
@@ -202,7 +203,11 @@ def segments_report(con: duckdb.DuckDBPyConnection, q: SegmentQuery, opts: Drift
                   "accepted_tokens": prod["accepted_tokens"], "requests_ok": float(g.height),
                   "generation_tokens": float(g["completion_tokens"].fill_null(0).sum()),
                   "prompt_tokens": float(g["prompt_tokens"].fill_null(0).sum())}
-        row = decide(con, group, totals, opts) if q.decide else {**group, "status": "not_decided"}
+        ci = tuple(prod["acceptance_rate_ci"])
+        period = RateInterval(prod["acceptance_rate"], ci, prod["acceptance_length"],
+                              tuple(prod["acceptance_length_ci"]), TOO_FEW if ci[0] is None else "95 %")
+        # the period's interval over requests decides "outside the benchmark band" as the watch's does
+        row = decide(con, group, totals, opts, period) if q.decide else {**group, "status": "not_decided"}
         if not grp["family"] or not grp["method"]:  # decide() speaks of a targets file; here it was the import
             row["why"] = ("the request log was imported without --family and --method: re-import it with them to "
                           "compare with the benchmark")
