@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,8 +60,10 @@ class MarkedSim(SimBackend):
 
 
 @pytest.fixture()
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, dict[str, object]]]:
-    short = tmp_path_factory.mktemp("r")  # Ray's socket paths must stay under 108 bytes
+def cluster() -> Iterator[tuple[Cluster, dict[str, object]]]:
+    # Ray's socket paths must stay under 108 bytes: a short folder of its own in /tmp (pytest's temp folders grow
+    # by a worker name under pytest-xdist)
+    short = Path(tempfile.mkdtemp(prefix="rn-", dir="/tmp"))
     mp = pytest.MonkeyPatch()
     mp.setenv("RAY_AUTH_MODE", "disabled")
     mp.setenv("RAY_TMPDIR", str(short))  # cluster_utils writes its address file there, not /tmp/ray
@@ -79,6 +83,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster,
         ray.shutdown()
         c.shutdown()
         mp.undo()
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def _matrix(tmp_path: Path) -> Matrix:
