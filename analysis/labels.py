@@ -167,6 +167,8 @@ COLUMN_TITLES: dict[str, str] = {
     "ts": "Time", "time": "Time", "kind": "Kind", "detail": "Detail", "why": "Why", "window": "Window",
     "benchmark_acceptance": "Benchmark acceptance", "production_acceptance": "Production acceptance",
     "expected_provenance": "Expected from", "draft_tokens": "Drafted tokens",
+    "production_ci_low": "Production 95 % low", "production_ci_high": "Production 95 % high",
+    "outside_band": "Outside the benchmark band",
 }
 
 
