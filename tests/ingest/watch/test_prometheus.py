@@ -214,7 +214,9 @@ def test_a_prometheus_answering_too_many_or_too_long_instances_keeps_the_first_t
     from ingest.watch.targets import load_targets
 
     def answer(n: int):
-        ts = int(time.time()) - 3  # a whole second inside the live round's window (settled, on the 1 s grid)
+        # a whole second inside the live round's window [now - 6 s, now - 2 s] (4 steps back, settled 2 s, on the
+        # 1 s grid) even when this answer comes up to 3 s after the round started (a loaded machine)
+        ts = int(time.time()) - 5
         result = [{"metric": {"instance": "h" * (MAX_INSTANCE_CHARS + 40)}, "values": [[ts, "1"]]}]
         result += [{"metric": {"instance": f"10.0.{i // 250}.{i % 250}:8000"}, "values": [[ts, "1"]]}
                    for i in range(MAX_INSTANCES + 200)]
