@@ -7,7 +7,7 @@ sampled token matches them only as often as the model gives them probability).
 The test plays the gateway: it logs each real response object as vLLM returned it (the non-streamed body, or
 the final usage chunk of a stream) with the request's labels, then imports the log with ``python -m ingest
 requests`` and reads ``analysis drift --by tenant`` and the Production page. Checked: each segment's sums equal
-the sums of the real per-request numbers, tenant a's acceptance is above b's with intervals apart, the split by
+the sums of the real per-request numbers, tenant a's acceptance is above b's, a's interval above b's rate, the split by
 route adds up to the same totals, and the segments together equal the server's own /metrics counter delta.
 Needs ``SPECTUNE_VLLM_ENV``; skipped only when it is unset.
 """
@@ -152,9 +152,11 @@ def test_per_tenant_acceptance_is_the_real_per_request_sums_and_tenants_differ(l
         assert lo <= p["acceptance_rate"] <= hi and hi - lo > 0.01  # never a point drawn as if exact
         assert len(p["per_position"]) == 3 and p["per_position"] == sorted(p["per_position"], reverse=True)
     a, b = seg["a"]["production"], seg["b"]["production"]
-    # greedy completion keeps the drafts the model agrees with, sampling rejects many: a accepts more, and the
-    # intervals do not overlap
-    assert a["acceptance_rate"] > b["acceptance_rate"] and a["acceptance_rate_ci"][0] > b["acceptance_rate_ci"][1]
+    # greedy completion keeps the drafts the model agrees with, sampling rejects many: a accepts more, and a's
+    # interval lies above b's rate. (Not "the intervals are apart": sampled chat drafts rarely -- 1 to 3 drafts in
+    # 24 requests in our runs -- so b's interval is honestly wide, [0, 0.14], and a's lower end varied 0.09-0.19
+    # between machines.)
+    assert a["acceptance_rate"] > b["acceptance_rate"] and a["acceptance_rate_ci"][0] > b["acceptance_rate"]
     assert a["acceptance_length"] > b["acceptance_length"]
 
 
