@@ -174,7 +174,7 @@ def run_exact(trace: str, db: str) -> int:
     from ingest.traces import read_trace
 
     tf = read_trace(Path(trace))
-    # workloads as the CLI's exact-reader path assigns them (analysis/cli/rescore.py load_input)
+    # workloads as the CLI's exact-reader path assigns them (analysis/rescore/inputs.py load_input)
     frame, source = assign_file(tf.frame, tf.format, tf.name, None)
     meta = {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format, "file_hash": tf.file_hash,
             "source": "file", "workload_assignment": source.assignment(), "workload_source": source.as_dict(),

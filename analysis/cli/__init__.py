@@ -1,2 +1,2 @@
-"""The analysis subcommands that own a module each: ``rescore`` (re-scoring a trace) and ``compare`` (drift between
-two runs). ``winners`` and ``curve`` live in analysis/__main__.py, which registers these."""
+"""The speed machinery of the read-only answers (answer cache, precompute, matrix cache). The commands themselves
+are in spectune/commands/."""

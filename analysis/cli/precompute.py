@@ -16,6 +16,9 @@ import io
 import sys
 from pathlib import Path
 
+from spectune.cli import build_parser
+from spectune.commands import winners as cli
+
 # What the README gives first; ``--db PATH`` is appended as given to the writing command.
 ANSWERS: tuple[tuple[str, ...], ...] = (("winners", "--json"), ("winners",))
 
@@ -23,7 +26,6 @@ ANSWERS: tuple[tuple[str, ...], ...] = (("winners", "--json"), ("winners",))
 def main(argv: list[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     db = words[words.index("--db"): words.index("--db") + 2] if "--db" in words else []
-    from analysis import __main__ as cli
     from ingest.errors import InputError, UsageError
 
     document: list[dict] = []  # the one computed document, shared by every rendering
@@ -31,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     codes = []
     for answer in ANSWERS:
         argv = [*answer, *db]
-        args = cli.build_parser(argv, only_selected=True).parse_args(argv)
+        args = build_parser("python -m analysis", chosen="winners").parse_args(argv)
 
         def run(args=args) -> int:
             if not document:

@@ -1,7 +1,7 @@
 """Your traffic: upload a trace, see which (method, depth) wins per shard, the tax of today's default, and the
 ``--speculative-config`` to deploy; saved traces; compare two traces.
 
-UI only: reading and storing go through ingest (ingest.cli.trace.read_assigned, ingest.trace_store), every
+UI only: reading and storing go through ingest (ingest.traces.assigned.read_assigned, ingest.trace_store), every
 number comes from analysis.rescore*. Uploads are capped (:data:`MAX_UPLOAD_MB`), written to a private temp
 folder under a fixed name (the uploaded file name is only ever a display label) and removed right after
 reading. Bad input is one error line, and nothing is stored.
@@ -87,8 +87,8 @@ def _read_and_store(path: Path, fmt: str, mapping: TraceMapping | None, name: st
     """Read, validate and classify a trace file (format detected by the reader when ``auto``), then store it.
     The workload is chosen when re-scoring (the Workload box), not here: one stored trace, any assignment."""
     from ingest import store
-    from ingest.cli.trace import read_assigned
     from ingest.trace_store import store_trace
+    from ingest.traces.assigned import read_assigned
 
     tf, assignment = read_assigned(path, fmt, None, mapping, name, limits)
     with store.session(data.db_path()) as con:

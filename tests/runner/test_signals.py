@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from runner.__main__ import _stop_on_terminate, _Terminated
+from spectune.commands.runs import _stop_on_terminate, _Terminated
 
 
 def test_sigterm_while_a_task_runs_stops_the_loop_cleanly(caplog: pytest.LogCaptureFixture) -> None:

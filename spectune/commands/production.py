@@ -1,6 +1,6 @@
-"""``python -m analysis drift|ab`` — production acceptance against the benchmark, and A/B readouts.
+"""``spectune drift`` and ``spectune ab`` — production acceptance against the benchmark, and A/B readouts.
 
-With request logs in the store (``python -m ingest requests``), ``drift`` also reports acceptance by a request label
+With request logs in the store (``spectune requests``), ``drift`` also reports acceptance by a request label
 inside one deployment (``--by tenant``; JSON key ``request_segments``, analysis/production/request_segments.py);
 ``--segment`` then names watch segments or label values.
 
@@ -18,17 +18,25 @@ import json
 from datetime import UTC, datetime
 
 from analysis.labels import candidate
+from analysis.production import request_load
 from analysis.production.ab import METRICS as AB_METRICS
+from analysis.production.ab import ABOptions
+from analysis.production.drift import DriftOptions
+from analysis.production.load import segment_names
+from analysis.production.report import ProductionQuery, ab_report, production_report
+from analysis.production.request_segments import SegmentQuery, default_key, segments_report
+from analysis.reading import open_store
 from ingest.errors import UsageError
+from ingest.paths import announce_first_start
+from ingest.times import parse_time
 
 EXIT_CHANGED = 3
+INPUT_ERRORS = (ValueError,)  # the analysis code says bad input as ValueError too (spectune/cli.py run_parsed)
 
 
 def _time(text: str | None, flag: str) -> datetime | None:
     if text is None:
         return None
-    from ingest.watch.cli import parse_time
-
     return datetime.fromtimestamp(parse_time(text, flag), UTC).replace(tzinfo=None)
 
 
@@ -49,10 +57,8 @@ def drift_args(p: argparse.ArgumentParser) -> None:
 
 
 def drift(args: argparse.Namespace) -> int:
-    from analysis.__main__ import _open
-    from analysis.production import request_load
-
-    with _open(args) as con:
+    announce_first_start(args.db)
+    with open_store(args.db) as con:
         logged = request_load.has_request_logs(con)
     if args.by is not None and not logged:
         raise UsageError("--by: the store has no request log (run `python -m ingest requests FILE --target NAME`)")
@@ -61,17 +67,10 @@ def drift(args: argparse.Namespace) -> int:
 
 def _drift_with_requests(args: argparse.Namespace) -> int:
     """``drift`` over watch segments and logged-request segments (analysis/production/request_segments.py)."""
-    from analysis.__main__ import _open
-    from analysis.production import request_load
-    from analysis.production.drift import DriftOptions
-    from analysis.production.load import segment_names
-    from analysis.production.report import ProductionQuery, production_report
-    from analysis.production.request_segments import SegmentQuery, default_key, segments_report
-
     _check_drift_args(args)
     opts = DriftOptions(metric=args.metric, concurrency=args.concurrency)
     since, until = _time(args.since, "--since"), _time(args.until, "--until")
-    with _open(args) as con:
+    with open_store(args.db) as con:
         keys = request_load.label_keys(con)
         by = args.by if args.by is not None else default_key(keys)
         if by is not None and by not in keys:
@@ -133,20 +132,14 @@ def print_request_segments(rs: dict | None) -> None:
 
 
 def _drift(args: argparse.Namespace) -> int:
-    from analysis.__main__ import _open
-    from analysis.production.drift import DriftOptions
-    from analysis.production.report import ProductionQuery, production_report
-
     if not 1 <= args.window <= 366 * 86_400:
         raise UsageError(f"--window must be between 1 s and a year, got {args.window:g}")
     if args.concurrency is not None and not 0 < args.concurrency < 1e6:
         raise UsageError(f"--concurrency must be a positive number, got {args.concurrency:g}")
     q = ProductionQuery(segments=tuple(args.segment), since=_time(args.since, "--since"),
                         until=_time(args.until, "--until"), window_s=args.window)
-    with _open(args) as con:
+    with open_store(args.db) as con:
         if args.segment:
-            from analysis.production.load import segment_names
-
             known = segment_names(con)
             unknown = [s for s in args.segment if s not in known]
             if unknown:
@@ -225,10 +218,7 @@ def ab_args(p: argparse.ArgumentParser) -> None:
 
 
 def ab(args: argparse.Namespace) -> int:
-    from analysis.__main__ import _open
-    from analysis.production.ab import ABOptions
-    from analysis.production.report import ab_report
-
+    announce_first_start(args.db)
     if not 1 <= args.block <= 86_400:
         raise UsageError(f"--block must be between 1 s and a day, got {args.block:g}")
     if not 0 <= args.margin_pct < 100:
@@ -237,7 +227,7 @@ def ab(args: argparse.Namespace) -> int:
         raise UsageError("give both --a and --b, or --segment with two targets")
     if args.a is None and len(args.segment) != 1:
         raise UsageError("give --a TARGET --b TARGET, or one --segment whose two targets to compare")
-    with _open(args) as con:
+    with open_store(args.db) as con:
         doc = ab_report(con, tuple(args.segment), args.a, args.b, _time(args.since, "--since"),
                         _time(args.until, "--until"), ABOptions(metric=args.metric, block_s=args.block,
                                                                  margin_pct=args.margin_pct))
@@ -260,3 +250,5 @@ def ab(args: argparse.Namespace) -> int:
         print(f"too early: {doc.get('why')}")
     return 0
 
+
+COMMANDS = {"drift": (drift_args, drift), "ab": (ab_args, ab)}

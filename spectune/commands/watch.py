@@ -1,4 +1,4 @@
-"""``python -m ingest watch TARGETS.toml`` — argument parsing and output of the production watcher.
+"""``spectune watch TARGETS.toml`` — argument parsing and output of the production watcher.
 
 ``--once`` scrapes one round (cron-friendly); ``--interval S`` sets the period (default: the file's
 ``interval_s``, else 15 s); ``--since/--until`` (ISO 8601 or unix seconds) backfills the file's
@@ -11,27 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ingest.errors import UsageError
+from ingest.times import parse_time
+from ingest.watch.loop import WatchOptions, watch
+from ingest.watch.targets import load_targets
 
 
-def parse_time(text: str, flag: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"{flag} {text!r}: expected ISO 8601 (2026-12-01T10:00:00Z) or unix seconds") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
-
-
-def add_args(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", type=Path, metavar="TARGETS", help="targets file (TOML; see docs/watch.md)")
     p.add_argument("--once", action="store_true", help="one scrape round, then exit")
     p.add_argument("--interval", type=float, default=None, metavar="S",
@@ -42,9 +30,6 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ingest.watch.loop import WatchOptions, watch
-    from ingest.watch.targets import load_targets
-
     config = load_targets(args.targets)
     interval = args.interval if args.interval is not None else config.interval_s
     if not 0.05 <= interval <= 86_400:

@@ -1,9 +1,8 @@
-"""``python -m ingest requests FILE --target NAME`` — land a gateway's request log (per-request spec-decode metrics
+"""``spectune requests FILE --target NAME`` — land a gateway's request log (per-request spec-decode metrics
 with each request's labels) so acceptance splits by tenant, route or workload inside one deployment.
 
-Owns the command (``add_args``/``run``, registered lazily in ingest/__main__.py's COMMANDS). The file is read and
-checked whole (ingest/requestlog.py) before anything is written; bad input exits 2 with one line and writes
-nothing. The same file twice is one log (``new: false``).
+The file is read and checked whole (ingest/requestlog.py) before anything is written; bad input exits 2 with one
+line and writes nothing. The same file twice is one log (``new: false``).
 
 JSON (``--json``): log_id, target, path, requests, skipped, skipped_why, new, already_imported_for, labels
 (label names seen), depths.
@@ -16,12 +15,14 @@ import json
 import sys
 from pathlib import Path
 
+from ingest import caps, requestlog, store
+from ingest.cli import answers
 from ingest.errors import UsageError
 
 LABEL_CHARS = 200
 
 
-def add_args(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, metavar="FILE", help="request log: JSONL (.gz ok), one request per line")
     p.add_argument("--target", required=True, help="the deployment the requests went to (e.g. its watch target)")
     p.add_argument("--family", default=None, help="model family the deployment serves (for the benchmark match)")
@@ -42,8 +43,13 @@ def _text(value: str | None, flag: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ingest import caps, requestlog, store
+    code = _land(args)
+    if code == 0:  # the store was written: the next winners call replays its answer (ingest/cli/answers.py)
+        answers.precompute(args.db)
+    return code
 
+
+def _land(args: argparse.Namespace) -> int:
     caps.set_from_flag(caps.IMPORT_CAP, args.max_file_bytes)
     meta = {k: _text(getattr(args, k), f"--{k}") for k in ("target", "family", "method", "gpu", "workload")}
     log = requestlog.read(args.file)  # every line checked before any write

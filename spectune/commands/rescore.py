@@ -1,8 +1,8 @@
-"""``python -m analysis rescore TRACE`` — which (method, depth) wins on a traffic trace, per shard.
+"""``spectune rescore TRACE`` — which (method, depth) wins on a traffic trace, per shard.
 
-Owns the command (``add_args``/``run``, registered lazily in analysis/__main__.py's COMMANDS). TRACE is a
+TRACE is a
 file (read with ingest.traces, workloads assigned by ingest.classify; nothing is stored) or a stored trace
-id / id prefix (``python -m ingest trace`` prints it). Prints one JSON document with ``--json`` (DESIGN keys:
+id / id prefix (``spectune trace`` prints it). Prints one JSON document with ``--json`` (DESIGN keys:
 trace {requests, workload_mix, shards}, default, recommendations[...]; see docs/rescoring.md), else a
 table with the ``--speculative-config`` to deploy per shard. Bad input exits 2 with one line.
 """
@@ -12,17 +12,26 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from analysis.cli.matrix_cache import cached_matrices
+from analysis.reading import checked, open_store
+from analysis.rescore import RescoreOptions, rescore
+from analysis.rescore.config import parse_choice, parse_draft_models
+from analysis.rescore.inputs import load_input
+from analysis.rescore.matrix import load_matrices
+from analysis.rescore.summary import recommendation_words, schedule_words
 from analysis.rescore.trace import SHARD_BY
-from ingest.errors import InputError, UsageError
+from ingest.errors import UsageError
+from ingest.paths import announce_first_start, default_db_path
+from ingest.traces import FORMAT_CHOICES, TIMESTAMP_UNITS
 
 METRIC_CHOICES = ("output_throughput", "p99_e2e_ms", "goodput")
+INPUT_ERRORS = (ValueError,)  # the analysis code says bad input as ValueError too (spectune/cli.py run_parsed)
 
 
-def add_args(p: argparse.ArgumentParser) -> None:
-    from ingest.traces import FORMAT_CHOICES, TIMESTAMP_UNITS
-
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", metavar="TRACE",
                    help="trace file, folder or glob of files (a day per file), or a stored trace id (prefix)")
     p.add_argument("--format", default="auto", choices=FORMAT_CHOICES, help="file format (default: detected)")
@@ -61,9 +70,6 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace):
-    from analysis.rescore import RescoreOptions
-    from analysis.rescore.config import parse_choice, parse_draft_models
-
     for flag, value in (("--replicas", args.replicas), ("--concurrency", args.concurrency),
                         ("--slo-ttft-ms", args.slo_ttft_ms), ("--slo-tpot-ms", args.slo_tpot_ms)):
         if value is not None and not (value > 0 and value < 1e9):
@@ -76,65 +82,11 @@ def _options(args: argparse.Namespace):
         draft_models=parse_draft_models(args.draft_model))
 
 
-def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
-    """(buckets or frame, meta): a file, folder or glob is reduced to re-scoring buckets in one streaming pass
-    per file (analysis.rescore.reduce; on Ray with --ray); a stored trace id is loaded as a frame."""
-    from analysis.rescore.reduce import STREAMED_SHARDS, ReadSpec, read_buckets, trace_files
-    from analysis.rescore.stored import load_trace, looks_like_id
-    from analysis.rescore.workload import assign_file, assign_stored, normalise_selector
-    from ingest.trace_store import trace_id_for
-
-    path = Path(args.trace)
-    if args.workload is not None and not args.workload.strip():  # as ingest trace says it (one check, shared)
-        from ingest.traces.registry import check_request
-
-        check_request(path, "auto", None, args.workload)
-    selector = normalise_selector(args.workload)
-    files = trace_files(args.trace)
-    if files is None and not looks_like_id(args.trace):
-        raise InputError(path, 0, "no such file, folder or glob (TRACE is neither a file nor a trace id)")
-    if files is not None:
-        from ingest.cli.trace import mapping_from_args
-
-        if shard_by not in STREAMED_SHARDS:  # output length / hour: per-request values, so the exact reader
-            if len(files) > 1 or getattr(args, "ray", None):
-                raise UsageError(f"--shard-by {shard_by} works on one trace file (it needs every request's own "
-                                 "values); for a folder, glob or --ray use workload, column or none")
-            from ingest.traces import read_trace
-
-            tf = read_trace(files[0], args.format, mapping_from_args(args.maps, args.timestamp_unit, files[0]), None,
-                            limits=trace_limits(args))
-            frame, source = assign_file(tf.frame, tf.format, tf.name, selector)
-            assignment = source.assignment()
-            return frame, {"trace_id": trace_id_for(tf.file_hash), "name": tf.name, "format": tf.format,
-                           "file_hash": tf.file_hash, "source": "file", "workload_assignment": assignment,
-                           "workload_source": source.as_dict(), "dropped": dict(tf.dropped),
-                           "warnings": list(tf.warnings)}
-        spec = ReadSpec(args.format, mapping_from_args(args.maps, args.timestamp_unit, files[0]), selector,
-                        trace_limits(args))
-        if getattr(args, "ray", None):
-            from analysis.rescore.distributed import ray_map, ray_session
-
-            with ray_session(args.ray):
-                read = read_buckets(args.trace, files, spec, shard_by, ray_map(args.ray_files_per_task))
-            return read.buckets, {**read.meta, "ray": args.ray}
-        read = read_buckets(args.trace, files, spec, shard_by)
-        return read.buckets, read.meta
-    frame, meta = load_trace(con, args.trace)
-    frame, source = assign_stored(frame, meta, selector)
-    return frame, {**meta, "workload_source": source.as_dict()}
-
-
 def run(args: argparse.Namespace) -> int:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from analysis.__main__ import _checked, _open
-    from analysis.rescore import rescore
-    from ingest.paths import default_db_path
-
+    announce_first_start(args.db)
     opts = _options(args)
-    with _open(args) as con:
-        dims = _checked(con, family=list(opts.families), gpu=list(opts.gpus))
+    with open_store(args.db) as con:
+        dims = checked(con, family=list(opts.families), gpu=list(opts.gpus))
         opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
         # The store's matrices (kept per store stamp, else loaded on their own cursor) come in while the trace
         # is read: both run in native code (DuckDB, numpy, polars) that releases the GIL, so the two overlap.
@@ -153,16 +105,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _matrices(db: Path, cursor, families: tuple[str, ...], gpus: tuple[str, ...]) -> dict:
-    from analysis.cli.matrix_cache import cached_matrices
-    from analysis.rescore.matrix import load_matrices
-
     with cursor:
         return cached_matrices(db, families, gpus, lambda: load_matrices(cursor, families, gpus))
 
 
 def _print(res: dict) -> None:
-    from analysis.rescore.summary import recommendation_words, schedule_words
-
     if res["simulated"]:
         print("SIMULATED data (backend=sim): predictions from calibrated model output, not measurements")
     t = res["trace"]
@@ -189,16 +136,3 @@ def _print(res: dict) -> None:
               "throughput left on the table")
     for w in res["warnings"]:
         print(f"warning: {w}")
-
-
-def trace_limits(args: argparse.Namespace):
-    """The trace reader's limits with the file cap from --max-trace-bytes / $SPECTUNE_MAX_TRACE_BYTES (ingest.caps)."""
-    import dataclasses as dc
-
-    from ingest import caps
-    from ingest.traces import DEFAULT_LIMITS
-
-    caps.set_from_flag(caps.TRACE_CAP, getattr(args, "max_trace_bytes", None))
-    value, source = caps.resolve(caps.TRACE_CAP)
-    return dc.replace(DEFAULT_LIMITS, max_file_bytes=value, file_cap_hint=(
-        f" ({source}); raise it with {caps.TRACE_CAP.flag} SIZE or ${caps.TRACE_CAP.env}"))

@@ -1,4 +1,5 @@
-"""``python -m ingest trace``: stores a trace once with provenance; bad input exits 2, one line, writes nothing."""
+"""``spectune trace`` (also ``python -m ingest trace``): stores a trace once with provenance; bad input exits 2,
+one line, writes nothing."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ingest import sql, store
-from ingest.__main__ import main
 from ingest.traces import FORMAT_CHOICES
+from spectune.cli import main
 from tests.conftest import cli
 
 REPO = Path(__file__).resolve().parents[3]
