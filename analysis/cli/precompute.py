@@ -18,6 +18,7 @@ from pathlib import Path
 
 from spectune.cli import build_parser
 from spectune.commands import winners as cli
+from spectune.commands import winners_live
 
 # What the README gives first; ``--db PATH`` is appended as given to the writing command.
 ANSWERS: tuple[tuple[str, ...], ...] = (("winners", "--json"), ("winners",))
@@ -37,11 +38,11 @@ def main(argv: list[str] | None = None) -> int:
 
         def run(args=args) -> int:
             if not document:
-                res = cli.winners_answer(args)
+                res = winners_live.winners_answer(args)
                 if isinstance(res, int):
                     return res
                 document.append(res)
-            return cli.print_winners(args, document[0])
+            return winners_live.print_winners(args, document[0])
 
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             try:

@@ -1,26 +1,17 @@
 """``spectune winners`` and ``spectune curve`` — the winner per group, and acceptance/throughput by depth.
 
-Each prints one JSON document with ``--json`` and a short table otherwise (DESIGN's CLI contract). ``winners``
-answers through the answer cache (analysis/cli/answer_cache.py) for an unchanged store, code and data.
+Each prints one JSON document with ``--json`` and a short table otherwise (DESIGN's CLI contract). Both answer
+through the answer cache (analysis/cli/answer_cache.py) for an unchanged store, code and data; the live
+computation (spectune/commands/winners_live.py) is loaded only when an answer is computed, so a replay does not pay
+for the query engines.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from analysis import labels
-from analysis.curves import curve
-from analysis.frames import Filters
-from analysis.glance import summary
-from analysis.labels import candidate, group_label
 from analysis.metrics import METRICS
-from analysis.reading import checked, open_store
-from analysis.rescore.config import parse_choice, parse_draft_models
-from analysis.schedule import schedules
-from analysis.winners import winners
-from ingest.errors import UsageError
 from ingest.paths import announce_first_start, default_db_path
 
 INPUT_ERRORS = (ValueError,)  # the analysis code says bad input as ValueError too (spectune/cli.py run_parsed)
@@ -72,104 +63,6 @@ def _winners_args(p: argparse.ArgumentParser) -> None:
                         "in %% (default 3; docs/metrics.md)")
 
 
-def _winners(args: argparse.Namespace) -> int:
-    res = winners_answer(args)
-    return res if isinstance(res, int) else print_winners(args, res)
-
-
-def winners_answer(args: argparse.Namespace) -> dict | int:
-    """The ``winners`` document for these arguments (``--schedule`` prints its own answer: its exit code)."""
-    drafters = parse_draft_models(args.draft_model)
-    if not 0 <= args.margin <= 100:
-        raise UsageError(f"--margin {args.margin:g}: expected a percentage of 0–100")
-    deployed = parse_choice(args.default)
-    if not (0 < args.clear_at <= 1 and 0 <= args.tie_at <= args.clear_at):
-        raise UsageError(f"--clear-at {args.clear_at:g} --tie-at {args.tie_at:g}: expected 0 ≤ tie-at ≤ clear-at ≤ 1 "
-                         "and clear-at > 0")
-    if not 0 <= args.point_noise <= 100:
-        raise UsageError(f"--point-noise {args.point_noise:g}: expected a percentage of 0–100")
-    with open_store(args.db) as con:
-        dims = checked(con, gpu=args.gpu, family=args.family, workload=args.workload, method=args.method,
-                        model=args.model, dataset=args.dataset)
-        f = Filters(gpus=dims["gpu"], families=dims["family"], workloads=dims["workload"], methods=dims["method"],
-                    concurrency=tuple(args.concurrency), depth_min=args.depth_min, depth_max=args.depth_max,
-                    runs=tuple(args.run), backends=tuple(args.backend), models=dims["model"],
-                    datasets=dims["dataset"])
-        if args.schedule:
-            return _schedule(args, con, f, drafters)
-        res = winners(con, args.metric, f, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
-                      best_depth_per_method=args.best_depth, draft_models=drafters, margin_pct=args.margin,
-                      default=(deployed.method, deployed.depth), clear_at=args.clear_at, tie_at=args.tie_at,
-                      point_noise_pct=args.point_noise)
-    if not res["cells"]:
-        raise UsageError("no cells match these filters")
-    res["summary"] = summary(res)
-    return res
-
-
-def print_winners(args: argparse.Namespace, res: dict) -> int:
-    """``winners``' stdout for one document: JSON with ``--json``, the table otherwise."""
-    if args.json:
-        print(json.dumps(res))
-        return 0
-    if res["simulated"]:
-        print("SIMULATED data (backend=sim): calibrated model output, not measurements")
-    print(res["summary"]["text"])
-    print(f"sensible pick among equivalent candidates (within {args.margin:g} %): {res['pick_rule']}")
-    rule = res.get("p_best_rule")
-    if rule:  # the vocabulary: best = point estimate; p = chance of being best over the paired replicates
-        print(f"best = the best point estimate; p = a candidate's chance of being best; {rule['text']}")
-    for c in res["cells"]:
-        w = c["winner"]
-        verdict = c["tie_text"]
-        origin = "" if c.get("origin", "measured") == "measured" else f"  [{c['origin']}]"
-        whole = (f"  (whole window {w['whole_window_value']:.3f}"
-                 f"{'; steady window not used: ' + w['steady_fallback'] if w.get('steady_fallback') else ''})"
-                 if w.get("whole_window_value") is not None else "")
-        edge = f"  [{c['grid_edge']['text']}]" if c.get("grid_edge") else ""
-        source = f"  [source: {c['source_url']}]" if c.get("source_url") else ""
-        print(f"{group_label(c):<60} "
-              f"{candidate(w['method'], w['depth']):<10} {w['value']:>10.3f}  {verdict}{origin}{whole}{edge}{source}")
-        pick = c.get("pick") or {}
-        gain = pick.get("gain_vs_none_text") or c.get("gain_vs_none_text")
-        if gain or c.get("uncertainty"):  # the pick's gain with its certainty, and where that certainty comes from
-            who = f"pick {candidate(pick['method'], pick['depth'])}: " if pick.get("method") else ""
-            unc = f"  [uncertainty: {c['uncertainty']}]" if c.get("uncertainty") else ""
-            print(f"        {who}{gain or ''}{unc}")
-        for cand in c["top3"]:  # a suspect acceptance is said wherever its cell is shown
-            if cand.get("acceptance_suspect"):
-                name = candidate(cand["method"], cand["depth"])
-                print(f"  acceptance suspect ({name}): {cand['acceptance_suspect']}")
-        deploy = (c.get("pick") or {}).get("deploy") or c.get("deploy")  # the pick is what to deploy
-        if deploy:
-            print(f"        {deploy['command']}")
-            if deploy["note"]:
-                print(f"        # {deploy['note']}")
-    return 0
-
-
-def _schedule(args: argparse.Namespace, con, f, drafters: dict[str, str]) -> int:
-    res = schedules(con, args.metric, f, draft_models=drafters)
-    if not res["schedules"]:
-        raise UsageError("no method has cells at two or more loads and depths under these filters")
-    if args.json:
-        print(json.dumps(res))
-        return 0
-    if res["simulated"]:
-        print("SIMULATED data (backend=sim): calibrated model output, not measurements")
-    for s in res["schedules"]:
-        ranges = ", ".join(f"{a}–{b}: {k}" for a, b, k in s["schedule"])
-        lo, hi = s["gain_ci_pct"]
-        ci = f" [{lo:+.1f}, {hi:+.1f}]" if lo is not None else ""
-        verdict = "schedule" if s["recommended"] else f"static depth {s['static']['depth']}"
-        print(f"{s['gpu']:<7} {s['family']:<8} {s['workload']:<10} {s['method']:<7} batch {ranges}  "
-              f"{s['gain_vs_static_pct']:+.1f} %{ci} vs static {s['static']['depth']} → {verdict}")
-        print(f"        {s['deploy']['command']}")
-        if s["deploy"]["note"]:
-            print(f"        # {s['deploy']['note']}")
-    return 0
-
-
 def _curve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--family", required=True)
     p.add_argument("--method", required=True)
@@ -179,35 +72,22 @@ def _curve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help="one model of the family (default: every model, each its own points)")
 
 
-def _curve(args: argparse.Namespace) -> int:
-    with open_store(args.db) as con:
-        dims = checked(con, family=args.family, method=args.method, workload=args.workload, gpu=args.gpu,
-                        model=args.model)
-        res = curve(con, dims["family"][0], dims["method"][0], dims["workload"][0], (dims["gpu"] or (None,))[0],
-                    args.concurrency, (dims["model"] or (None,))[0])
-    if not res["points"]:
-        raise UsageError(f"no cells for family={args.family} method={args.method} workload={args.workload}")
-    if args.json:
-        print(json.dumps(res))
-    else:
-        if res["simulated"]:
-            print("SIMULATED data (backend=sim): calibrated model output, not measurements")
-        for p in res["points"]:
-            print(f"{labels.model_short(p['model']):<20} {p['dataset'] or '':<10} {p['gpu']:<7} "
-                  f"{labels.load(p['concurrency']):<17} depth={p['depth']}  τ={p['acceptance_length']}  "
-                  f"rate={p['acceptance_rate']}  tok/s={p['output_throughput']} "
-                  f"(whole window {p['whole_window_output_throughput']})  [{p['backend']}]")
-    return 0
-
-
 def _winners_run(args: argparse.Namespace) -> int:
     announce_first_start(args.db)
-    return cached_run(args.argv, args, lambda: _winners(args))
+    return cached_run(args.argv, args, lambda: _live().winners_run(args))
 
 
 def _curve_run(args: argparse.Namespace) -> int:
     announce_first_start(args.db)
-    return cached_run(args.argv, args, lambda: _curve(args))
+    return cached_run(args.argv, args, lambda: _live().curve_run(args))
+
+
+def _live():
+    """The live computation. The one sanctioned lazy import of the command line besides the command table's: the
+    winners fast path answers without it (a replayed answer loads neither polars nor the winner rule)."""
+    from spectune.commands import winners_live
+
+    return winners_live
 
 
 COMMANDS = {"winners": (_winners_args, _winners_run), "curve": (_curve_args, _curve_run)}
@@ -219,8 +99,8 @@ CACHED_COMMANDS = frozenset({"winners", "curve"})
 
 def cached_run(argv: list[str], args: argparse.Namespace, run) -> int:
     """``run()`` through the answer cache, keyed on these argument words and the store they open."""
-    # Imported here, not at the top: the cache's replay must not pay for loading it on a miss-free path (the
-    # derived-data work replaces this hook with a stored-answer read; the one sanctioned lazy import of winners).
+    # Imported here as it always was: the answer cache is on its way out (the derived-data work replaces this hook
+    # with a stored-answer read), and it belongs to the winners fast path's sanctioned lazy imports until then.
     from analysis.cli.answer_cache import cached
 
     return cached(["analysis", *argv], Path(args.db) if args.db is not None else default_db_path(), run)
