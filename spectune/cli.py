@@ -2,11 +2,12 @@
 
 :data:`COMMANDS` is data: name → (module in :mod:`spectune.commands`, one-line help). ``spectune --help`` lists it
 without importing any command module; ``spectune X …`` imports only X's module (by its name, with importlib: the
-one lazy import of the command line), so every command's ``--help`` loads that command and nothing else.
+command line's lazy import, beside the winners fast path's), so every command's ``--help`` loads that command and
+nothing else.
 
 A command module gives either ``add_arguments(parser)`` and ``run(args) -> int`` (one command), or ``COMMANDS``:
-name → (add_arguments, run) for the commands it groups, or ``main(words) -> int`` when it takes its words
-unparsed (``dashboard`` hands them to ``streamlit run``). Every parsed command gets ``--db`` and ``--json``.
+name → (add_arguments, run) for the commands it groups, or ``run_words(words) -> int`` when it takes its
+words unparsed (``dashboard`` hands them to ``streamlit run``). Every parsed command gets ``--db`` and ``--json``.
 
 ``python -m analysis|ingest|runner`` are aliases: their ``__main__`` calls :func:`main` with the commands of
 :data:`ALIASES`, so flags, JSON and exit codes are the same. Exit codes: 0 ok, 2 bad input or usage (one line
@@ -104,8 +105,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "spectune", descripti
         build_parser(prog, description, names).parse_args(words)
         return 2
     module = command_module(name)
-    if hasattr(module, "main"):  # takes its words unparsed
-        return module.main(words[1:])
+    if hasattr(module, "run_words"):  # takes its words unparsed
+        return module.run_words(words[1:])
     ap = build_parser(prog, description, names, chosen=name)
     args = ap.parse_args(words)
     args.argv = words  # the words as given (the answer cache keys on them)

@@ -36,8 +36,9 @@ def command(user_flags: Sequence[str]) -> list[str]:
             *user_flags]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    user_flags = list(sys.argv[1:] if argv is None else argv)
+def run_words(words: Sequence[str]) -> int:
+    """The command with its words unparsed: they are streamlit's flags."""
+    user_flags = list(words)
     if user_flags[:1] in (["-h"], ["--help"]):
         print("usage: spectune dashboard [STREAMLIT FLAGS…]  (e.g. --server.port 8502; see `streamlit run --help`)\n"
               f"runs: {' '.join(command([]))}")

@@ -7,13 +7,11 @@ and every one failed (README, docs/reliability.md).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import shlex
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from ingest.cli import answers
@@ -25,6 +23,7 @@ from runner.factorized import run_factorized
 from runner.matrix import load_matrix
 from runner.plan import SERVER_START_S, factorized_plan, plan_matrix
 from runner.progress import progress_display
+from runner.signals import stop_on_terminate
 from runner.workloads import resolve_source
 
 
@@ -120,54 +119,6 @@ def _print_factorized(args: argparse.Namespace, matrix) -> int:
     return 0
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, turned into an interrupt so every ``finally`` stops its server (a vLLM server runs
-    in its own session: a runner that simply died would leave it holding the GPUs)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _stop_on_terminate() -> Iterator[None]:
-    fired: list[int] = []
-
-    def handler(signum: int, _frame: object) -> None:
-        if fired:  # the first one unwinds; a repeat must not cut the servers' shutdown short
-            return
-        fired.append(signum)
-        # asyncio is imported by the load generator only (``--help`` and ``plan`` start faster without it); no
-        # loop can be running before it is, and a signal handler should not import.
-        asyncio = sys.modules.get("asyncio")
-        try:
-            if asyncio is None:
-                raise RuntimeError("no event loop")
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise _Terminated(signum) from None
-        # Inside a load, raising here would land in whichever task runs (an aiohttp writer, say), which
-        # then dies with "Task exception was never retrieved" and a traceback. Raise from a loop callback
-        # instead, as asyncio does for Ctrl-C: the loop stops and asyncio.run cancels every request.
-
-        def interrupt() -> None:
-            raise _Terminated(signum)
-
-        loop.call_soon_threadsafe(interrupt)
-
-    wanted = [signal.SIGTERM, signal.SIGHUP]
-    try:
-        previous = {s: signal.signal(s, handler) for s in wanted}
-    except ValueError:  # not the main thread (e.g. called from a test harness): leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
 def _resume_command(args: argparse.Namespace, run_id: str) -> str:
     argv = ["python", "-m", "runner", "run", "--matrix", str(args.matrix), "--backend", args.backend,
             "--run-id", run_id, "--retry-failed" if args.retry_failed else "--resume"]
@@ -193,7 +144,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         backend = VllmBackend(endpoint=args.endpoint)
     t0 = time.monotonic()
     try:
-        with _stop_on_terminate():
+        with stop_on_terminate():
             if args.strategy == "factorized":
                 if args.ray:
                     raise UsageError("--strategy factorized runs locally; it cannot be combined with --ray yet")
