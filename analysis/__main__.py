@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from analysis import derived_read
 from analysis.metrics import METRICS
 from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
@@ -90,8 +91,25 @@ def _winners_args(p: argparse.ArgumentParser) -> None:
 
 
 def _winners(args: argparse.Namespace) -> int:
+    defaults = _is_default(args)
+    kept = derived_read.kept_winners(args.db) if defaults else None  # kept in the store by analysis/derived.py
+    if kept is not None:
+        return print(kept) or 0 if args.json else print_winners(args, json.loads(kept))
     res = winners_answer(args)
-    return res if isinstance(res, int) else print_winners(args, res)
+    if isinstance(res, int):
+        return res
+    if defaults and args.db is None:  # lazy: the heavy analysis modules load only when the answer was not kept
+        from analysis import derived
+
+        derived.keep_default_answer(res)
+    return print_winners(args, res)
+
+
+def _is_default(args: argparse.Namespace) -> bool:
+    """Every option at its default (``--json`` and ``--db`` aside): the answer analysis/derived.py keeps."""
+    p = argparse.ArgumentParser()
+    _winners_args(p)
+    return all(getattr(args, k) == v for k, v in vars(p.parse_args([])).items())
 
 
 def winners_answer(args: argparse.Namespace) -> dict | int:
@@ -250,26 +268,12 @@ def build_parser(argv: list[str] | None = None, *, only_selected: bool = False) 
                             argv, only_selected=only_selected)
 
 
-# Read-only answers replayed for an unchanged store, code and data (analysis/cli/answer_cache.py).
-CACHED_COMMANDS = frozenset({"winners", "curve"})
-
-
-def cached_run(argv: list[str], args: argparse.Namespace, run) -> int:
-    """``run()`` through the answer cache, keyed on these argument words and the store they open."""
-    from analysis.cli.answer_cache import cached
-
-    return cached(["analysis", *argv], Path(args.db) if args.db is not None else default_db_path(), run)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv, only_selected=True).parse_args(argv)
     announce_first_start(getattr(args, "db", None))
     try:
-        def run() -> int:
-            return resolve(COMMANDS[args.command])[1](args)
-
-        return cached_run(argv, args, run) if args.command in CACHED_COMMANDS else run()
+        return resolve(COMMANDS[args.command])[1](args)
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
         return 2

@@ -40,7 +40,6 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.cli.answer_cache import PACKAGES as SPECTUNE_PACKAGES
 from benchmarks.common import REPO, figure, load_average, machine, timed
 
 CHUNK = 10_000_000
@@ -92,7 +91,7 @@ def _timed_subprocess(argv: list[str], root: Path = REPO) -> tuple[float, float,
     return wall, rss_kb / 1024, res.stdout, user + sys_s
 
 
-PACKAGES = (*SPECTUNE_PACKAGES, "benchmarks")
+PACKAGES = ("analysis", "ingest", "runner", "spectune", "benchmarks")
 
 
 def set_bytecode(root: Path, mode: str) -> None:

@@ -13,7 +13,6 @@ import json
 import sys
 from pathlib import Path
 
-from ingest.cli import answers
 from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
 from ingest.errors import InputError, UsageError, store_failure
@@ -128,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(failure.one_line(), file=sys.stderr)
         return 2
-    if code == 0 and args.command in WRITES_STORE:  # the next winners call replays instead of computing
-        answers.precompute(args.db)
+    if code == 0 and args.command in WRITES_STORE:  # lazy: the command layer's call up to analysis, only after a write
+        from analysis import derived
+
+        derived.after_write(args.db)
     return code
 
 

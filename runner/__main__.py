@@ -275,10 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # before a run started (plan, matrix or workload reading)
         print("error: interrupted", file=sys.stderr)
         return 128 + getattr(exc, "signum", signal.SIGINT)
-    if code == 0 and args.command == "run":  # the store was written: the next winners call replays its answer
-        from ingest.cli import answers
+    if code == 0 and args.command == "run":  # lazy: analysis's derived data, only after a run wrote the store
+        from analysis import derived
 
-        answers.precompute(args.db)
+        derived.after_write(args.db)
     return code
 
 

@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     with _open(args) as con:
         dims = _checked(con, family=list(opts.families), gpu=list(opts.gpus))
         opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
-        # The store's matrices (kept per store stamp, else loaded on their own cursor) come in while the trace
+        # The store's matrices (its derived rows when current, else loaded; on their own cursor) come in while the trace
         # is read: both run in native code (DuckDB, numpy, polars) that releases the GIL, so the two overlap.
         db = Path(args.db) if args.db is not None else default_db_path()
         with ThreadPoolExecutor(1) as pool:
@@ -153,11 +153,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _matrices(db: Path, cursor, families: tuple[str, ...], gpus: tuple[str, ...]) -> dict:
-    from analysis.cli.matrix_cache import cached_matrices
-    from analysis.rescore.matrix import load_matrices
+    from analysis import derived  # lazy, like this module's other analysis imports (the cli helper moves them)
 
     with cursor:
-        return cached_matrices(db, families, gpus, lambda: load_matrices(cursor, families, gpus))
+        return derived.matrices(cursor, families, gpus)
 
 
 def _print(res: dict) -> None:
