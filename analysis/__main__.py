@@ -13,7 +13,6 @@ import json
 import sys
 from pathlib import Path
 
-from analysis import derived_read
 from analysis.metrics import METRICS
 from ingest.cli.parser import AnyCommand, LazyCommand, resolve
 from ingest.cli.parser import build_parser as build_parser_for
@@ -91,6 +90,8 @@ def _winners_args(p: argparse.ArgumentParser) -> None:
 
 
 def _winners(args: argparse.Namespace) -> int:
+    from analysis import derived_read  # lazy: DuckDB loads for winners only (not for --help or other commands)
+
     defaults = _is_default(args)
     kept = derived_read.kept_winners(args.db) if defaults else None  # kept in the store by analysis/derived.py
     if kept is not None:

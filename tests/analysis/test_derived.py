@@ -202,3 +202,19 @@ def test_a_code_version_bump_makes_the_kept_data_stale(store_copy, monkeypatch):
     assert derived_read.kept_winners(store_copy) is None
     assert derived.refresh_store(store_copy) == ["winners", "matrices"]
     assert current(store_copy) == {"winners", "matrices"}
+
+
+def test_the_default_stores_first_build_keeps_the_answer_it_computed(tmp_path):
+    db = tmp_path / "default" / "spectune.duckdb"  # $SPECTUNE_DB: the default store, not there yet
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECTUNE_DB": str(db)}
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", PROBE, "winners", "--json"], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    first = run()
+    assert first.returncode == 0, first.stderr
+    assert "first start: building the default store" in first.stderr and "polars" in heavy(first)
+    assert current(db) == {"winners", "matrices"}  # kept by the call that built the store
+    second = run()
+    assert second.returncode == 0 and heavy(second) == "" and second.stdout == first.stdout
