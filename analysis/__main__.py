@@ -93,17 +93,19 @@ def _winners(args: argparse.Namespace) -> int:
     from analysis import derived_read  # lazy: DuckDB loads for winners only (not for --help or other commands)
 
     defaults = _is_default(args)
-    kept = derived_read.kept_winners(args.db) if defaults else None  # kept in the store by analysis/derived.py
+    kept, stamp = derived_read.read_winners(args.db) if defaults else (None, None)  # kept by analysis/derived.py
     if kept is not None:
         return print(kept) or 0 if args.json else print_winners(args, json.loads(kept))
     res = winners_answer(args)
     if isinstance(res, int):
         return res
+    code = print_winners(args, res)
     if defaults and args.db is None:  # lazy: the heavy analysis modules load only when the answer was not kept
         from analysis import derived
 
-        derived.keep_default_answer(res)
-    return print_winners(args, res)
+        sys.stdout.flush()  # the answer is out before the store keeps it
+        derived.keep_default_answer(res, stamp)
+    return code
 
 
 def _is_default(args: argparse.Namespace) -> bool:

@@ -48,16 +48,18 @@ def winners_document(con: duckdb.DuckDBPyConnection) -> dict | None:
     return res
 
 
-def refresh(con: duckdb.DuckDBPyConnection, *, winners_doc: dict | None = None) -> list[str]:
+def refresh(con: duckdb.DuckDBPyConnection, *, winners_doc: dict | None = None, doc_stamp: str | None = None
+            ) -> list[str]:
     """Recompute the derived items that are not current, in one transaction; returns their names.
-    ``winners_doc``: the default document, when the caller computed it already on this very store."""
+    ``winners_doc``: the default document, when the caller computed it already from the store with data stamp
+    ``doc_stamp`` (used only when the store still has that stamp; else computed again here)."""
     done = []
     with store.transaction(con):
         stamp = derived_read.data_stamp(con)
         have = derived_read.current(con, stamp)
         now = datetime.now(UTC).replace(tzinfo=None)
         if derived_read.WINNERS not in have:
-            doc = winners_doc if winners_doc is not None else winners_document(con)
+            doc = winners_doc if winners_doc is not None and doc_stamp == stamp else winners_document(con)
             _put(con, derived_read.WINNERS, stamp, now, json.dumps(doc) if doc is not None else None)
             done.append(derived_read.WINNERS)
         if derived_read.MATRICES not in have:
@@ -67,12 +69,12 @@ def refresh(con: duckdb.DuckDBPyConnection, *, winners_doc: dict | None = None) 
     return done
 
 
-def refresh_store(db: str | Path | None, *, wait_s: float | None = None, winners_doc: dict | None = None
-                  ) -> list[str]:
+def refresh_store(db: str | Path | None, *, wait_s: float | None = None, winners_doc: dict | None = None,
+                  doc_stamp: str | None = None) -> list[str]:
     """:func:`refresh` on the store at ``db`` (None: the default store), opened writable for it."""
     con = store.connect(db, wait_s=wait_s, refresh_default=False)
     try:
-        return refresh(con, winners_doc=winners_doc)
+        return refresh(con, winners_doc=winners_doc, doc_stamp=doc_stamp)
     finally:
         con.close()
         store.clear_holder(Path(db) if db else store.default_db_path())
@@ -90,12 +92,13 @@ def after_write(db: str | Path | None) -> list[str]:
         return []
 
 
-def keep_default_answer(doc: dict) -> None:
+def keep_default_answer(doc: dict, stamp: str | None) -> None:
     """After ``winners`` computed the default document live on the default store (just built, its embedded data
-    refreshed, or changed elsewhere): keep it and the matrices, so the next call reads them. Skipped without
-    waiting when another process holds the store; a store that cannot be written stays as it is."""
+    refreshed, or changed elsewhere) from data with stamp ``stamp`` (None: not known): keep it and the matrices, so
+    the next call reads them. Skipped without waiting when another process holds the store; a store that cannot be
+    written stays as it is."""
     with contextlib.suppress(store.StoreLockedError, store.StoreError, duckdb.Error, OSError):
-        refresh_store(None, wait_s=0.0, winners_doc=doc)
+        refresh_store(None, wait_s=0.0, winners_doc=doc, doc_stamp=stamp)
 
 
 def _put(con: duckdb.DuckDBPyConnection, name: str, stamp: str, now: datetime, body: str | None) -> None:

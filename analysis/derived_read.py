@@ -69,25 +69,33 @@ def _wal_ok(path: str) -> bool:
 def kept_winners(db: str | Path | None) -> str | None:
     """The ``winners --json`` document kept for the store at ``db`` (None: the default store) when it is current,
     as printed; None when there is none, it is not current, or anything is unexpected (the caller computes live)."""
+    return read_winners(db)[0]
+
+
+def read_winners(db: str | Path | None) -> tuple[str | None, str | None]:
+    """(kept ``winners --json`` document or None, the store's data stamp now or None when it could not be taken):
+    :func:`kept_winners` with the stamp it compared, which a caller that then computes live hands to
+    analysis/derived.py (the answer is kept only if the store still has that stamp)."""
     path = Path(db) if db is not None else paths.default_db_path()
     given, real = os.fspath(path), os.path.realpath(path)
     if not (_regular(real) and _wal_ok(given) and _wal_ok(real)):
-        return None
+        return None, None
     if path.resolve() in (paths.default_db_path().resolve(), paths.DEFAULT_DB.resolve()) and not (
             defaultstamp.is_current(path)):
-        return None  # the embedded default data changed: the live path refreshes the store first
+        return None, None  # the embedded default data changed: the live path refreshes the store first
     try:
         con = duckdb.connect(given, read_only=True)
     except duckdb.Error:  # locked by a writer, damaged, not DuckDB's: the live path waits or says what is wrong
-        return None
+        return None, None
     try:
         con.execute("SET enable_progress_bar = false")  # as ingest/sql.py quiet_connect (which imports polars)
         con.execute("SET threads = 1")  # a few small scans: worker threads cost more than they save, more so under load
         version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
         if not version or version[0][0] != str(ddl.SCHEMA_VERSION):
-            return None
-        return current(con).get(WINNERS)
+            return None, None
+        stamp = data_stamp(con)
+        return current(con, stamp).get(WINNERS), stamp
     except duckdb.Error:  # not a spectune store of this schema: the live path says so
-        return None
+        return None, None
     finally:
         con.close()

@@ -218,3 +218,17 @@ def test_the_default_stores_first_build_keeps_the_answer_it_computed(tmp_path):
     assert current(db) == {"winners", "matrices"}  # kept by the call that built the store
     second = run()
     assert second.returncode == 0 and heavy(second) == "" and second.stdout == first.stdout
+
+
+def test_a_document_computed_from_other_data_is_not_kept(store_copy):
+    """The default store keeps what ``winners`` computed only when the store still has the data it was computed
+    from (another process may have written in between): else the refresh computes it again."""
+    stale = {"cells": ["computed before another write"]}
+    with store.session(store_copy) as con:
+        assert derived.refresh(con, winners_doc=stale, doc_stamp="v1 another store") == ["winners", "matrices"]
+        body = derived_read.current(con)["winners"]
+        assert json.loads(body) == json.loads(json.dumps(derived.winners_document(con)))
+        con.execute("DELETE FROM derived")
+        stamp = derived_read.data_stamp(con)
+        derived.refresh(con, winners_doc=stale, doc_stamp=stamp)  # the same data: the given document is kept
+        assert json.loads(derived_read.current(con)["winners"]) == stale
