@@ -62,7 +62,7 @@ def _run(tree: Path, trace: str, repeats: int, db: str | None) -> dict:
     if db:
         argv += ["--db", db]
     res = subprocess.run(argv, cwd=tree, capture_output=True, text=True, timeout=3600,
-                         env={**os.environ, "PYTHONPATH": str(tree), "SPECTUNE_CACHE": "off"})
+                         env={**os.environ, "PYTHONPATH": str(tree)})
     if res.returncode != 0:
         raise RuntimeError(f"{tree}: exited {res.returncode}: {res.stderr[-800:]}")
     return json.loads(res.stdout)

@@ -31,25 +31,11 @@ from pathlib import Path
 
 import polars as pl
 
-from ingest import ddl, paths, published_default, safefile, sql, store
+from ingest import ddl, published_default, safefile, sql, store
+from ingest.defaultstamp import DEFAULT_DIR, TABLES, files_stamp, read_stamp, write_stamp
 from ingest.errors import UsageError
 
-DEFAULT_DIR = paths.DATA_DIR / "default"
-TABLES = ("runs", "cells", "positions", "requests", "model_draws")
 HASH_KEY = "default_data_sha256"
-
-
-def files_stamp(folder: Path = DEFAULT_DIR) -> str:
-    """Names, sizes and mtimes of the default Parquet files: changes whenever a file is rewritten."""
-    parts = []
-    for name in TABLES:
-        try:
-            st = (folder / f"{name}.parquet").stat()
-        except OSError:
-            continue
-        parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
-    parts += published_default.stamp_parts()  # the shipped published tables are default data too
-    return " ".join(parts)
 
 
 def content_hash(folder: Path = DEFAULT_DIR) -> str:
@@ -63,24 +49,6 @@ def content_hash(folder: Path = DEFAULT_DIR) -> str:
     return h.hexdigest()
 
 
-def stamp_path(path: Path) -> Path:
-    return path.with_name(path.name + ".default-stamp")
-
-
-STAMP_MAX_BYTES = 4096  # a stamp is five "name:size:mtime" words; anything bigger is not ours
-
-
-def _write_stamp(path: Path, stamp: str) -> None:
-    # ingest/safefile.py: a link, FIFO or device at the name is left alone (said once); a read-only folder is
-    # silent. Either way the content check runs again next time, nothing worse.
-    safefile.write_sidecar(stamp_path(path), stamp.encode())
-
-
-def _read_stamp(path: Path) -> str | None:
-    raw = safefile.read_sidecar(stamp_path(path), STAMP_MAX_BYTES)
-    return raw.decode("utf-8", "replace") if raw is not None else None
-
-
 def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
     """Replace the default runs of the store at ``path`` when the default Parquet changed since it was built.
 
@@ -88,7 +56,7 @@ def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
     True when the store was refreshed."""
     folder = DEFAULT_DIR if folder is None else folder
     stamp = files_stamp(folder)
-    if _read_stamp(path) == stamp:
+    if read_stamp(path) == stamp:
         return False
     digest = content_hash(folder)
     default_runs = pl.read_parquet(folder / "runs.parquet")["run_id"].to_list() if (
@@ -98,7 +66,7 @@ def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
             recorded = sql.one(ro, "SELECT value FROM meta WHERE key = ?", [HASH_KEY])
             held = sql.one(ro, "SELECT count(*) FROM runs WHERE run_id IN (SELECT unnest(?))", [default_runs])[0]
         if (recorded and recorded[0] == digest) or (not recorded and not held):
-            _write_stamp(path, stamp)  # unchanged, or not a store built from the default data: never ours to change
+            write_stamp(path, stamp)  # unchanged, or not a store built from the default data: never ours to change
             return False
         con = store.connect(path, read_only=False, refresh_default=False, wait_s=2.0)
     except store.StoreLockedError:
@@ -121,7 +89,7 @@ def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
     finally:
         con.close()
         store.clear_holder(path)
-    _write_stamp(path, stamp)
+    write_stamp(path, stamp)
     print(f"note: the embedded default data changed; refreshed its runs in {path} (other runs kept)",
           file=sys.stderr)
     return True
@@ -199,7 +167,7 @@ def build_default_db(path: Path, folder: Path = DEFAULT_DIR, *, progress: Progre
             os.replace(tmp, path)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        _write_stamp(path, files_stamp(folder))
+        write_stamp(path, files_stamp(folder))
         say(4, BUILD_STEPS, f"default store ready: {path}")
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)

@@ -12,9 +12,6 @@ import pytest
 from filelock import FileLock
 
 REPO = Path(__file__).resolve().parent.parent
-# Tests check what commands compute; the answer cache (analysis/cli/answer_cache.py) would replay an answer past a
-# held lock or a monkeypatched function. Its own tests turn it on; nothing here writes to ~/.cache.
-os.environ.setdefault("SPECTUNE_CACHE", "off")
 
 SMALL_MATRIX = """
 name = "small"

@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from analysis import derived
 from ingest import caps, requestlog, store
-from ingest.cli import answers
 from ingest.errors import UsageError
 
 LABEL_CHARS = 200
@@ -44,8 +44,8 @@ def _text(value: str | None, flag: str) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     code = _land(args)
-    if code == 0:  # the store was written: the next winners call replays its answer (ingest/cli/answers.py)
-        answers.precompute(args.db)
+    if code == 0:  # the store was written: what answers need is derived now, in this process (analysis/derived.py)
+        derived.after_write(args.db)
     return code
 
 

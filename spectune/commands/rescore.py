@@ -15,12 +15,11 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from analysis.cli.matrix_cache import cached_matrices
+from analysis import derived
 from analysis.reading import checked, open_store
 from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore.config import parse_choice, parse_draft_models
 from analysis.rescore.inputs import load_input
-from analysis.rescore.matrix import load_matrices
 from analysis.rescore.summary import recommendation_words, schedule_words
 from analysis.rescore.trace import SHARD_BY
 from ingest.errors import UsageError
@@ -88,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args.db) as con:
         dims = checked(con, family=list(opts.families), gpu=list(opts.gpus))
         opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
-        # The store's matrices (kept per store stamp, else loaded on their own cursor) come in while the trace
+        # The store's matrices (its derived rows when current, else loaded; on their own cursor) come in while the trace
         # is read: both run in native code (DuckDB, numpy, polars) that releases the GIL, so the two overlap.
         db = Path(args.db) if args.db is not None else default_db_path()
         with ThreadPoolExecutor(1) as pool:
@@ -106,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _matrices(db: Path, cursor, families: tuple[str, ...], gpus: tuple[str, ...]) -> dict:
     with cursor:
-        return cached_matrices(db, families, gpus, lambda: load_matrices(cursor, families, gpus))
+        return derived.matrices(cursor, families, gpus)
 
 
 def _print(res: dict) -> None:

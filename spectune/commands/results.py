@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from analysis import derived
 from ingest import caps, store
-from ingest.cli import answers
 from ingest.errors import UsageError
 from ingest.results import FORMAT_CHOICES, ReadOptions, read_files
 from ingest.results.dims import parse_sets
@@ -82,8 +82,8 @@ def _export(args: argparse.Namespace) -> int:
 
 def _results_run(args: argparse.Namespace) -> int:
     code = _results(args)
-    if code == 0:  # the store was written: the next winners call replays its answer (ingest/cli/answers.py)
-        answers.precompute(args.db)
+    if code == 0:  # the store was written: what answers need is derived now, in this process (analysis/derived.py)
+        derived.after_write(args.db)
     return code
 
 

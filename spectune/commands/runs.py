@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from ingest.cli import answers
+from analysis import derived
 from ingest.errors import InputError, UsageError
 from runner.backends.vllm import VllmBackend, slug
 from runner.cluster import run_matrix_ray
@@ -200,8 +200,8 @@ def _note(text: str) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     code = _cmd_run(args)
-    if code == 0:  # the store was written: the next winners call replays its answer (ingest/cli/answers.py)
-        answers.precompute(args.db)
+    if code == 0:  # the store was written: what answers need is derived now, in this process (analysis/derived.py)
+        derived.after_write(args.db)
     return code
 
 

@@ -16,8 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from analysis import derived
 from ingest import store
-from ingest.cli import answers
 from ingest.trace_store import store_trace, workload_mix
 from ingest.traces import FORMAT_CHOICES, TIMESTAMP_UNITS
 from ingest.traces.assigned import read_assigned
@@ -36,8 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     code = _store(args)
-    if code == 0:  # the store was written: the next winners call replays its answer (ingest/cli/answers.py)
-        answers.precompute(args.db)
+    if code == 0:  # the store was written: what answers need is derived now, in this process (analysis/derived.py)
+        derived.after_write(args.db)
     return code
 
 

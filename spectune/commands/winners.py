@@ -1,18 +1,17 @@
 """``spectune winners`` and ``spectune curve`` — the winner per group, and acceptance/throughput by depth.
 
-Each prints one JSON document with ``--json`` and a short table otherwise (DESIGN's CLI contract). Both answer
-through the answer cache (analysis/cli/answer_cache.py) for an unchanged store, code and data; the live
-computation (spectune/commands/winners_live.py) is loaded only when an answer is computed, so a replay does not pay
-for the query engines.
+Each prints one JSON document with ``--json`` and a short table otherwise (DESIGN's CLI contract). ``winners`` with
+every option at its default answers from the store's derived data when it is current (analysis/derived_read.py,
+DuckDB only); the live computation (spectune/commands/winners_live.py) is loaded only when an answer is computed,
+so a kept answer does not pay for polars, numpy or the winner rule.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from analysis.metrics import METRICS
-from ingest.paths import announce_first_start, default_db_path
+from ingest.paths import announce_first_start
 
 INPUT_ERRORS = (ValueError,)  # the analysis code says bad input as ValueError too (spectune/cli.py run_parsed)
 
@@ -73,34 +72,38 @@ def _curve_args(p: argparse.ArgumentParser) -> None:
 
 
 def _winners_run(args: argparse.Namespace) -> int:
+    """The kept answer (analysis/derived.py) when every option is at its default and the store's derived data is
+    current; else the live computation, which then keeps the default store's answer."""
     announce_first_start(args.db)
-    return cached_run(args.argv, args, lambda: _live().winners_run(args))
+    # lazy: DuckDB loads for winners only (not for --help); derived_read imports nothing heavier
+    from analysis import derived_read
+
+    defaults = _is_default(args)
+    kept, stamp = derived_read.read_winners(args.db) if defaults else (None, None)
+    if kept is not None and args.json:
+        print(kept)
+        return 0
+    return _live().winners_run(args, kept=kept, stamp=stamp, keep=defaults and args.db is None)
+
+
+def _is_default(args: argparse.Namespace) -> bool:
+    """Every option at its default (``--json`` and ``--db`` aside): the answer analysis/derived.py keeps."""
+    p = argparse.ArgumentParser()
+    _winners_args(p)
+    return all(getattr(args, k) == v for k, v in vars(p.parse_args([])).items())
 
 
 def _curve_run(args: argparse.Namespace) -> int:
     announce_first_start(args.db)
-    return cached_run(args.argv, args, lambda: _live().curve_run(args))
+    return _live().curve_run(args)
 
 
 def _live():
     """The live computation. The one sanctioned lazy import of the command line besides the command table's: the
-    winners fast path answers without it (a replayed answer loads neither polars nor the winner rule)."""
+    winners fast path answers without it (a kept answer loads neither polars nor the winner rule)."""
     from spectune.commands import winners_live
 
     return winners_live
 
 
 COMMANDS = {"winners": (_winners_args, _winners_run), "curve": (_curve_args, _curve_run)}
-
-
-# Read-only answers replayed for an unchanged store, code and data (analysis/cli/answer_cache.py).
-CACHED_COMMANDS = frozenset({"winners", "curve"})
-
-
-def cached_run(argv: list[str], args: argparse.Namespace, run) -> int:
-    """``run()`` through the answer cache, keyed on these argument words and the store they open."""
-    # Imported here as it always was: the answer cache is on its way out (the derived-data work replaces this hook
-    # with a stored-answer read), and it belongs to the winners fast path's sanctioned lazy imports until then.
-    from analysis.cli.answer_cache import cached
-
-    return cached(["analysis", *argv], Path(args.db) if args.db is not None else default_db_path(), run)

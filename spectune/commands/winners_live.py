@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
-from analysis import labels
+from analysis import derived, labels
 from analysis.curves import curve
 from analysis.frames import Filters
 from analysis.glance import summary
@@ -18,9 +19,20 @@ from analysis.winners import winners
 from ingest.errors import UsageError
 
 
-def winners_run(args: argparse.Namespace) -> int:
+def winners_run(args: argparse.Namespace, kept: str | None = None, stamp: str | None = None,
+                keep: bool = False) -> int:
+    """Print the kept document (the table form of it), or compute the answer; with ``keep``, the default store then
+    keeps it (printed first: the answer is out before the store is written)."""
+    if kept is not None:
+        return print_winners(args, json.loads(kept))
     res = winners_answer(args)
-    return res if isinstance(res, int) else print_winners(args, res)
+    if isinstance(res, int):
+        return res
+    code = print_winners(args, res)
+    if keep:
+        sys.stdout.flush()
+        derived.keep_default_answer(res, stamp)
+    return code
 
 
 def winners_answer(args: argparse.Namespace) -> dict | int:
