@@ -16,8 +16,8 @@ from ingest import paths
 
 
 def db_path() -> str:
-    """The store the dashboard reads: ``$SPECTUNE_DB``, else the default store (resolved)."""
-    return str(Path(os.environ.get("SPECTUNE_DB") or paths.default_db_path()).resolve())
+    """The store the dashboard reads: the ``db`` setting (``$SPECTUNE_DB``), else the default store (resolved)."""
+    return str(paths.default_db_path().resolve())
 
 
 def ensure_store(path: str | None = None) -> None:
