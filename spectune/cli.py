@@ -32,6 +32,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "drift": ("analysis.__main__", "drift", "production acceptance vs the benchmark; exit 3 when a winner changed"),
     "ab": ("analysis.__main__", "ab", "A/B readout of two production targets serving one segment"),
     "dashboard": ("spectune.dashboard", "", "start the dashboard (Streamlit; extra flags go to `streamlit run`)"),
+    "settings": ("spectune.commands.settings", "", "every setting: its variable, current value, source and help"),
 }
 
 
@@ -52,9 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     import importlib
 
-    module, target, _help = SUBCOMMANDS[words[0]]
+    module, target, help_text = SUBCOMMANDS[words[0]]
     rest = words[1:]
-    return importlib.import_module(module).main([target, *rest] if target else rest)
+    command = importlib.import_module(module)
+    if hasattr(command, "add_arguments"):  # a spectune.commands module: add_arguments(parser), run(args)
+        parser = OneLineParser(prog=f"spectune {words[0]}", description=help_text)
+        command.add_arguments(parser)
+        return command.run(parser.parse_args(rest))
+    return command.main([target, *rest] if target else rest)
 
 
 def entry() -> int:
