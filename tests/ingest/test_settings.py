@@ -12,7 +12,7 @@ import pytest
 
 from ingest import caps, paths, settings, store
 from ingest.errors import UsageError
-from tests.conftest import REPO
+from tests.conftest import REPO, cli
 
 PACKAGES = ("analysis", "dashboard", "ingest", "runner", "spectune")
 # Read SPECTUNE_CACHE / SPECTUNE_CACHE_DIR for the answer cache, which issue 29's Build 3 removes with these two
@@ -83,8 +83,6 @@ def test_a_bad_value_is_one_line_naming_the_variable_and_what_it_accepts(env: st
 
 
 def test_a_bad_value_exits_2_in_one_line_from_a_command(tmp_path: Path) -> None:
-    from tests.conftest import cli
-
     res = cli("analysis", "winners", "--json", env={"SPECTUNE_DB": str(tmp_path / "never.duckdb"),
                                                      "SPECTUNE_RAY_CPUS": "many"})
     assert res.returncode == 2 and res.stdout == "", res.stderr
