@@ -192,11 +192,7 @@ def _mapping_form(up, message: str) -> TraceMapping | None:
 def _upload_section() -> str | None:
     """Upload widgets; a new trace id when a file was stored in this run."""
     st.subheader("Upload a trace")
-    try:
-        cap_mb = max_upload_mb()
-    except UsageError as exc:  # a bad setting in the server's environment: its one line, and no upload
-        st.error(md.text(exc.one_line()))
-        return None
+    cap_mb = max_upload_mb()
     st.caption(f"Azure, BurstGPT, Mooncake, ShareGPT, vLLM JSONL, Spec-Bench, or any CSV/JSONL/Parquet with token "
                f"counts (up to {cap_mb} MB; .gz accepted). The file is read, validated, stored once per "
                "content (same bytes = same trace) and deleted.")
