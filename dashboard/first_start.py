@@ -13,16 +13,22 @@ from pathlib import Path
 import streamlit as st
 
 from ingest import paths
+from ingest.errors import UsageError
 
 
 def db_path() -> str:
-    """The store the dashboard reads: ``$SPECTUNE_DB``, else the default store (resolved)."""
-    return str(Path(os.environ.get("SPECTUNE_DB") or paths.default_db_path()).resolve())
+    """The store the dashboard reads: the ``db`` setting (``$SPECTUNE_DB``), else the default store (resolved)."""
+    return str(paths.default_db_path().resolve())
 
 
 def ensure_store(path: str | None = None) -> None:
-    """Build the default store at ``path`` when it is missing, showing each step as it starts."""
-    target = Path(path or db_path())
+    """Build the default store at ``path`` when it is missing, showing each step as it starts. A bad ``SPECTUNE_*``
+    setting (ingest.settings) stops the app here with its one line: no page runs on settings that do not hold."""
+    try:
+        target = Path(path or db_path())
+    except UsageError as exc:
+        st.error(exc.one_line())
+        st.stop()
     if os.path.lexists(target):
         return
     with st.status("First start: building the results store from the embedded data (about 10 s, once)…",

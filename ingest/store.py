@@ -33,6 +33,7 @@ import numpy as np
 import polars as pl
 
 from ingest import cellstats, ddl, goodput, paths, safefile, sql, steady
+from ingest import settings as settings_mod
 from ingest.bulk import bootstrap_frames, keep_cells, segments, steady_columns  # noqa: F401 (re-exported)
 from ingest.errors import UsageError
 from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
@@ -40,7 +41,7 @@ from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
 REPO_ROOT = paths.ROOT
 DEFAULT_DB = paths.DEFAULT_DB
 default_db_path = paths.default_db_path
-LOCK_WAIT_S = 60.0
+LOCK_WAIT_S = settings_mod.LOCK_TIMEOUT.default
 
 
 class StoreError(UsageError):
@@ -56,25 +57,17 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-LOCK_ENV = "SPECTUNE_LOCK_TIMEOUT"  # seconds a command waits for a store another process holds
+LOCK_ENV = settings_mod.LOCK_TIMEOUT.env  # seconds a command waits for a store another process holds
 
 
 class StoreLockedError(UsageError):
     """Another process held the store for longer than the lock timeout."""
 
 
-def lock_timeout_s() -> float:
-    """The lock wait: ``$SPECTUNE_LOCK_TIMEOUT`` seconds (0 = do not wait), else :data:`LOCK_WAIT_S`."""
-    raw = os.environ.get(LOCK_ENV, "").strip()
-    if not raw:
-        return LOCK_WAIT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 86_400:
-        raise UsageError(f"{LOCK_ENV}={raw!r}: expected a number of seconds in [0, 86400]")
-    return value
+def lock_timeout_s(settings: settings_mod.Settings | None = None) -> float:
+    """The lock wait in seconds (0 = do not wait): the ``lock_timeout_s`` setting (``$SPECTUNE_LOCK_TIMEOUT``;
+    default: this process's settings), whose default is :data:`LOCK_WAIT_S`."""
+    return (settings if settings is not None else settings_mod.load()).lock_timeout_s
 
 
 HOLDER_MAX_BYTES = 4096  # a holder record is ~100 bytes; anything bigger is not ours
