@@ -23,13 +23,13 @@ from ingest.pipes import run_quietly
 
 def _open(args: argparse.Namespace):
     """Analysis only reads: an explicit --db must exist (the default store is built on first use)."""
-    from ingest import store
+    from ingest import open_store, store
 
     if args.db is not None and not Path(args.db).exists():
         raise UsageError(f"{args.db}: no such store")
     if args.db is None and store.default_db_path().exists():
-        return store.connect(None, read_only=True)
-    return store.connect(args.db, read_only=args.db is not None)
+        return open_store.connect(None, read_only=True)
+    return open_store.connect(args.db, read_only=args.db is not None)
 
 
 def _checked(con, **given: list[str] | str | None) -> dict[str, tuple[str, ...]]:

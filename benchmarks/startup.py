@@ -64,9 +64,9 @@ def _run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 
 def measure(repeats: int = 9) -> dict:
-    from ingest import store
+    from ingest import open_store
 
-    store.connect(None, read_only=False).close()  # the default store exists: its one-time build is not timed
+    open_store.connect(None, read_only=False).close()  # the default store exists: its one-time build is not timed
     where = machine()  # (its load average is the one at the start)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("SPECTUNE_DB", None)
@@ -98,10 +98,10 @@ def after_import(repeats: int = 5) -> dict:
     """First ``winners --json`` after ``ingest results`` with and without the answers computed at the write."""
     import shutil
 
-    from ingest import store
+    from ingest import open_store, store
 
     default = store.default_db_path()
-    store.connect(None, read_only=False).close()
+    open_store.connect(None, read_only=False).close()
     where = machine()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("SPECTUNE_DB", None)

@@ -48,10 +48,10 @@ def _results(args: argparse.Namespace) -> int:
 
     opts = ReadOptions(overrides=parse_sets(args.sets), baseline=args.baseline)
     parsed = read_files(list(args.files), args.format, opts)  # every file validated before any write
-    from ingest import store
+    from ingest import open_store
     from ingest.results.land import land
 
-    with store.session(args.db) as con:
+    with open_store.session(args.db) as con:
         reports = land(con, parsed)
     for r in reports:  # warnings only once everything landed: a failing invocation prints one line
         for w in r["warnings"]:
@@ -75,14 +75,14 @@ def _export_args(p: argparse.ArgumentParser) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ingest import caps, store
+    from ingest import caps, open_store
     from ingest.results.spectune_parquet import export_runs
 
     caps.set_from_flag(caps.IMPORT_CAP, args.max_file_bytes)
 
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out}: exists and is not a folder")
-    with store.session(args.db, read_only=args.db is not None and Path(args.db).exists()) as con:
+    with open_store.session(args.db, read_only=args.db is not None and Path(args.db).exists()) as con:
         res = export_runs(con, args.runs, args.out)
     if args.json:
         print(json.dumps(res))

@@ -91,11 +91,11 @@ def to_markdown(report: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ingest import store
+    from ingest import open_store, store
 
     if args.db is not None and not Path(args.db).exists():  # comparing only reads: never create a store
         raise UsageError(f"{args.db}: no such store")
-    with store.connect(args.db, read_only=args.db is not None or store.default_db_path().exists()) as con:
+    with open_store.connect(args.db, read_only=args.db is not None or store.default_db_path().exists()) as con:
         run_b = resolve_run(con, args.run_b)
         run_a = resolve_run(con, args.run_a, before=run_b)
         report = compare_runs(con, run_a, run_b, CompareOptions(metric=args.metric,

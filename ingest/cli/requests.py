@@ -42,13 +42,13 @@ def _text(value: str | None, flag: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ingest import caps, requestlog, store
+    from ingest import caps, open_store, requestlog, store
 
     caps.set_from_flag(caps.IMPORT_CAP, args.max_file_bytes)
     meta = {k: _text(getattr(args, k), f"--{k}") for k in ("target", "family", "method", "gpu", "workload")}
     log = requestlog.read(args.file)  # every line checked before any write
     rows = log.frame()
-    with store.session(args.db) as con:
+    with open_store.session(args.db) as con:
         seen = store.write_request_log(con, {"log_id": log.log_id, **meta, "source_path": str(args.file),
                                              "requests": len(log), "skipped": log.skipped}, rows)
     labels = sorted(log.label_names)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ingest import schema, sql, store
+from ingest import open_store, schema, sql, store
 from ingest.watch.exposition import VALUE_FIELDS, Sample
 from ingest.watch.targets import Target
 
@@ -110,7 +110,7 @@ def write(con, batch: Batch) -> dict[str, int]:
 
 
 def write_to(db: str | Path | None, batch: Batch) -> dict[str, int]:
-    with store.session(db) as con:
+    with open_store.session(db) as con:
         return write(con, batch)
 
 
