@@ -167,7 +167,7 @@ def read_figures(trace: Path, repeats: int, exact: bool) -> dict[str, Any]:
 
 def run_exact(trace: str, db: str) -> int:
     """The pre-streaming CLI path, as a subprocess baseline: exact reader → classify → rescore on the frame."""
-    from analysis.rescore import rescore
+    from analysis.rescore.core import rescore
     from analysis.rescore.workload import assign_file
     from ingest import store
     from ingest.trace_store import trace_id_for

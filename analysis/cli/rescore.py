@@ -61,8 +61,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace):
-    from analysis.rescore import RescoreOptions
     from analysis.rescore.config import parse_choice, parse_draft_models
+    from analysis.rescore.core import RescoreOptions
 
     for flag, value in (("--replicas", args.replicas), ("--concurrency", args.concurrency),
                         ("--slo-ttft-ms", args.slo_ttft_ms), ("--slo-tpot-ms", args.slo_tpot_ms)):
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     from analysis.__main__ import _checked, _open
-    from analysis.rescore import rescore
+    from analysis.rescore.core import rescore
     from ingest.paths import default_db_path
 
     opts = _options(args)
