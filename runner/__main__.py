@@ -102,7 +102,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _print_factorized(args: argparse.Namespace, matrix) -> int:
-    from runner.plan import factorized_plan
+    from runner.factorized import factorized_plan
 
     fp = factorized_plan(matrix, args.db)
     if args.json:

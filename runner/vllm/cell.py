@@ -23,9 +23,9 @@ import polars as pl
 
 from ingest.cellstats import seed_for
 from ingest.records import CellKey, SpecCounters
-from runner.adaptive import AdaptiveSpec, Stopper
+from runner.adaptive import Stopper
 from runner.backends.base import CellOutcome
-from runner.matrix import Matrix
+from runner.matrix import AdaptiveSpec, Matrix
 from runner.vllm.client import LoadResult, run_load
 from runner.vllm.metrics import delta, snapshot
 from runner.workloads import WorkloadRequests
