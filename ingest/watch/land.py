@@ -3,7 +3,7 @@
 Rows go in through DuckDB's Arrow path with ``INSERT OR IGNORE`` on the tables' primary keys, one
 transaction per scrape round, so a watcher killed mid-write leaves whole rounds only and a re-run or an
 overlapping Prometheus backfill adds nothing twice. The connection is opened per round
-(:func:`ingest.store.session`) so dashboards and other writers can take turns with a long-running watch.
+(:func:`ingest.open_store.session`) so dashboards and other writers can take turns with a long-running watch.
 """
 
 from __future__ import annotations
