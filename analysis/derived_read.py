@@ -23,7 +23,7 @@ from pathlib import Path
 
 import duckdb
 
-from ingest import ddl, defaultstamp, paths
+from ingest import ddl, default_stamp, paths
 
 CODE_VERSION = 1  # bump whenever what analysis/derived.py computes changes (the winners document, the matrices)
 WINNERS = "winners"
@@ -81,7 +81,7 @@ def read_winners(db: str | Path | None) -> tuple[str | None, str | None]:
     if not (_regular(real) and _wal_ok(given) and _wal_ok(real)):
         return None, None
     if path.resolve() in (paths.default_db_path().resolve(), paths.DEFAULT_DB.resolve()) and not (
-            defaultstamp.is_current(path)):
+            default_stamp.is_current(path)):
         return None, None  # the embedded default data changed: the live path refreshes the store first
     try:
         con = duckdb.connect(given, read_only=True)

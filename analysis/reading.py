@@ -15,6 +15,7 @@ import duckdb
 from analysis.choices import resolve_values
 from ingest import store
 from ingest.errors import UsageError
+from ingest.open_store import connect as connect_store
 
 
 def open_store(db: Path | None) -> duckdb.DuckDBPyConnection:
@@ -22,8 +23,8 @@ def open_store(db: Path | None) -> duckdb.DuckDBPyConnection:
     if db is not None and not Path(db).exists():
         raise UsageError(f"{db}: no such store")
     if db is None and store.default_db_path().exists():
-        return store.connect(None, read_only=True)
-    return store.connect(db, read_only=db is not None)
+        return connect_store(None, read_only=True)
+    return connect_store(db, read_only=db is not None)
 
 
 def checked(con, **given: list[str] | str | None) -> dict[str, tuple[str, ...]]:

@@ -212,7 +212,7 @@ def live_copy(db: Path) -> Path:
 
 def run_exact(trace: str, db: str) -> int:
     """The pre-streaming CLI path, as a subprocess baseline: exact reader → classify → rescore on the frame."""
-    from analysis.rescore import rescore
+    from analysis.rescore.core import rescore
     from analysis.rescore.workload import assign_file
     from ingest import store
     from ingest.trace_store import trace_id_for

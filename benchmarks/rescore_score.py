@@ -31,14 +31,14 @@ def measure(trace: str, repeats: int, db: str | None) -> dict:
     from analysis.rescore import core
     from analysis.rescore.matrix import load_matrices
     from analysis.rescore.trace import bucketize
-    from ingest import store
+    from ingest import open_store
 
     frame = pl.read_parquet(trace)
     if frame.schema.get("timestamp") is not None and frame.schema["timestamp"].is_temporal():
         frame = frame.with_columns(pl.col("timestamp").dt.epoch("us").cast(pl.Float64).truediv(1e6)
                                    .alias("timestamp_s"))
     buckets = bucketize(frame)
-    with store.connect(Path(db) if db else None, read_only=db is not None) as con:
+    with open_store.connect(Path(db) if db else None, read_only=db is not None) as con:
         matrices = load_matrices(con)
         takes_matrices = "matrices" in inspect.signature(core.rescore).parameters
         cpu, wall, doc = [], [], None

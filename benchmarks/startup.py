@@ -90,9 +90,9 @@ def live_copy(db: Path, folder: Path) -> Path:
 
 def measure(repeats: int = 9) -> dict:
     from analysis import derived
-    from ingest import store
+    from ingest import open_store, store
 
-    store.connect(None, read_only=False).close()  # the default store exists: its one-time build is not timed
+    open_store.connect(None, read_only=False).close()  # the default store exists: its one-time build is not timed
     derived.refresh_store(None)  # and its derived data is current (what any write leaves): not timed either
     where = machine()  # (its load average is the one at the start)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -136,10 +136,10 @@ def after_import(repeats: int = 5) -> dict:
     import shutil
 
     from analysis import derived
-    from ingest import store
+    from ingest import open_store, store
 
     default = store.default_db_path()
-    store.connect(None, read_only=False).close()
+    open_store.connect(None, read_only=False).close()
     where = machine()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("SPECTUNE_DB", None)

@@ -22,7 +22,7 @@ import streamlit as st
 from analysis import drilldown, explore, frames, gpu_compare, load, pareto, provenance, published, winners
 from analysis.cellvalues import Slo
 from dashboard import first_start
-from ingest import store, storestamp
+from ingest import open_store, storestamp
 
 TTL_S = 600
 
@@ -33,7 +33,7 @@ class StoreReader:
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        con = store.connect(self.path, read_only=True)
+        con = open_store.connect(self.path, read_only=True)
         try:
             yield con
         finally:
@@ -52,7 +52,7 @@ def db_path() -> str:
 @st.cache_resource(show_spinner="Opening the results store (first start builds it from data/, ~10 s)…")
 def _reader(path: str) -> StoreReader:
     if not Path(path).exists():  # the default store is built from the embedded data on first use
-        store.connect(path, read_only=False).close()
+        open_store.connect(path, read_only=False).close()
     return StoreReader(path)
 
 

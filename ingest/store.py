@@ -428,24 +428,12 @@ def _open_reader(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
 
 def connect(
     db: str | Path | None = None, *, read_only: bool = False, wait_s: float | None = None,
-    refresh_default: bool = True,
 ) -> duckdb.DuckDBPyConnection:
-    """Open the store (building the embedded default data on first use of the default path, and refreshing
-    its default runs when that data changed since: ingest/default_data.py)."""
+    """Open the store at ``db`` (None: the default path) as it is. Commands open through ingest/open_store.py,
+    which builds or refreshes the embedded default data first when ``db`` is the default store."""
     path = Path(db) if db else default_db_path()
-    is_default = path.resolve() in (default_db_path().resolve(), DEFAULT_DB.resolve())
-    if is_default and path.exists() and refresh_default:
-        from ingest.default_data import refresh_if_stale
-
-        refresh_if_stale(path)
-    if not path.exists():
-        if is_default:
-            from ingest.default_data import build_default_db, stderr_progress
-
-            with stderr_progress(path) as progress:
-                build_default_db(path, progress=progress)
-        elif read_only:
-            raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
+    if not path.exists() and read_only:
+        raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
     if not path.parent.exists():
         raise UsageError(f"{path}: parent folder does not exist")
     wait = lock_timeout_s() if wait_s is None else wait_s

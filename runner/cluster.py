@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ingest import store
+from ingest import open_store, store
 from ingest.errors import InputError, UsageError
 from ingest.records import CellKey, RunInfo
 from ingest.settings import Settings
 from ingest.settings import load as load_settings
 from runner.backends import get_backend
 from runner.backends.base import Backend, CellOutcome
+from runner.backends.vllm import slug
 from runner.execute import (
     Progress,
     RunOptions,
@@ -144,7 +145,7 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
         prepare(matrix, run_id, runs_dir, None)
     facts = local.host_facts(matrix)
     cluster = ray.cluster_resources()
-    with store.session(opts.db) as con:
+    with open_store.session(opts.db) as con:
         store.write_run(con, RunInfo(
             run_id=run_id, backend=local.kind, source=str(matrix.path), host=f"ray:{address}",
             gpu_model=",".join(matrix.gpus), gpu_count=int(sum(cluster.get(g, 0) for g in matrix.gpus)),
@@ -154,14 +155,14 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
     todo, skipped = pending_cells(matrix, run_id, opts)
     summary = RunSummary(run_id=run_id, cells_skipped=skipped)
     total, done = len(todo), 0
-    run_dir = runs_dir / _slug(run_id)
+    run_dir = runs_dir / slug(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     task = ray.remote(max_retries=TASK_RETRIES, retry_exceptions=False, num_cpus=0)(run_config)
     env = {"env_vars": {"PYTHONPATH": pythonpath}}
 
     def finish(config: ServerConfig, outcomes: list[CellOutcome]) -> None:
         nonlocal done
-        with store.session(opts.db) as con:
+        with open_store.session(opts.db) as con:
             for outcome in outcomes:
                 land(con, run_id, outcome, summary, replace=opts.retry_failed,
                      labels={"draft_model": drafter(config), "origin": opts.origin})
@@ -195,12 +196,7 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
             except ray.exceptions.RayError as exc:
                 outcomes = _failed(cells, _reason(exc))
             finish(config, outcomes)
-    with store.session(opts.db) as con:
+    with open_store.session(opts.db) as con:
         store.finish_run(con, run_id)
     return summary
 
-
-def _slug(text: str) -> str:
-    from runner.backends.vllm import slug
-
-    return slug(text)

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from analysis.rescore.reduce import FileMap, FilePartial, Grid, ReadSpec
+from analysis.rescore.reduce import FileMap, FilePartial, Grid, ReadSpec, reduce_file
 from ingest.errors import InputError
 from ingest.settings import Settings
 from ingest.settings import load as load_settings
@@ -33,8 +33,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def _reduce_files(files: list[str], spec: ReadSpec, grid: Grid | None) -> list[FilePartial] | tuple[str, int, str]:
     """The body of one Ray task: the files' partials, or a bad file's (path, line, message) — InputError's
     constructor does not survive Ray's pickling of exceptions, so it travels as plain values."""
-    from analysis.rescore.reduce import reduce_file
-
     try:
         return [reduce_file(f, spec, grid) for f in files]
     except InputError as exc:

@@ -20,11 +20,11 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import compare as rescore_compare
 from analysis.rescore import summary as rescore_summary
 from analysis.rescore import workload as rescore_workload
 from analysis.rescore.config import NEEDS_DRAFT_MODEL, parse_choice, parse_draft_models
+from analysis.rescore.core import RescoreOptions, rescore
 from analysis.rescore.shard import DESCRIPTION as SHARD_DESCRIPTION
 from analysis.rescore.shard import SHARD_BY
 from analysis.rescore.stored import list_traces, load_trace
@@ -90,12 +90,12 @@ def _read_and_store(path: Path, fmt: str, mapping: TraceMapping | None, name: st
                     limits: Limits, source_path: str) -> tuple[TraceFrame, str, bool]:
     """Read, validate and classify a trace file (format detected by the reader when ``auto``), then store it.
     The workload is chosen when re-scoring (the Workload box), not here: one stored trace, any assignment."""
-    from ingest import store
+    from ingest import open_store
     from ingest.trace_store import store_trace
     from ingest.traces.assigned import read_assigned
 
     tf, assignment = read_assigned(path, fmt, None, mapping, name, limits)
-    with store.session(data.db_path()) as con:
+    with open_store.session(data.db_path()) as con:
         trace_id, new = store_trace(con, tf, assignment=assignment, source_path=source_path)
     return tf, trace_id, new
 

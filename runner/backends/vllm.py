@@ -20,7 +20,6 @@ import re
 import shlex
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import httpx
 
@@ -29,7 +28,7 @@ from ingest.errors import InputError, UsageError
 from ingest.records import CellKey
 from ingest.settings import Settings
 from runner import hostfacts
-from runner.backends.base import CellOutcome, HostFacts, Sink
+from runner.backends.base import CellOutcome, HostFacts, Progress, Sink
 from runner.matrix import DEFAULT_LAUNCH, Matrix, ServerConfig, key_line
 from runner.vllm import pidfile
 from runner.vllm.cell import Target, auth_headers, measure_cell
@@ -44,9 +43,6 @@ from runner.vllm.server import (
     uses_synthetic,
 )
 from runner.workloads import WorkloadRequests, filler_words, load_workload, synth_prompt
-
-if TYPE_CHECKING:
-    from runner.execute import Progress
 
 LAUNCH_ENV = settings_mod.VLLM_LAUNCH.env
 MAX_RESTARTS = 1  # per server config: one flaky crash is survivable, a crash loop is not

@@ -24,9 +24,9 @@ from ingest.cellstats import seed_for
 from ingest.records import CellKey, SpecCounters
 from ingest.settings import Settings
 from ingest.settings import load as load_settings
-from runner.adaptive import AdaptiveSpec, Stopper
+from runner.adaptive import Stopper
 from runner.backends.base import CellOutcome
-from runner.matrix import Matrix
+from runner.matrix import AdaptiveSpec, Matrix
 from runner.vllm.client import LoadResult, run_load
 from runner.vllm.metrics import delta, snapshot
 from runner.workloads import WorkloadRequests

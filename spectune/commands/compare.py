@@ -14,7 +14,7 @@ from pathlib import Path
 from analysis.compare import COMPARED, CompareOptions, compare_runs, resolve_run
 from analysis.compare_markdown import fmt, pair, to_markdown
 from analysis.metrics import METRICS
-from ingest import store
+from ingest import open_store, store
 from ingest.errors import UsageError
 from ingest.paths import announce_first_start
 
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     announce_first_start(args.db)
     if args.db is not None and not Path(args.db).exists():  # comparing only reads: never create a store
         raise UsageError(f"{args.db}: no such store")
-    with store.connect(args.db, read_only=args.db is not None or store.default_db_path().exists()) as con:
+    with open_store.connect(args.db, read_only=args.db is not None or store.default_db_path().exists()) as con:
         run_b = resolve_run(con, args.run_b)
         run_a = resolve_run(con, args.run_a, before=run_b)
         report = compare_runs(con, run_a, run_b, CompareOptions(metric=args.metric,

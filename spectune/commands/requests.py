@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from analysis import derived
-from ingest import caps, requestlog, store
+from ingest import caps, open_store, requestlog, store
 from ingest.errors import UsageError
 
 LABEL_CHARS = 200
@@ -54,7 +54,7 @@ def _land(args: argparse.Namespace) -> int:
     meta = {k: _text(getattr(args, k), f"--{k}") for k in ("target", "family", "method", "gpu", "workload")}
     log = requestlog.read(args.file)  # every line checked before any write
     rows = log.frame()
-    with store.session(args.db) as con:
+    with open_store.session(args.db) as con:
         seen = store.write_request_log(con, {"log_id": log.log_id, **meta, "source_path": str(args.file),
                                              "requests": len(log), "skipped": log.skipped}, rows)
     labels = sorted(log.label_names)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from analysis import derived
 from analysis.reading import checked, open_store
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore.config import parse_choice, parse_draft_models
+from analysis.rescore.core import RescoreOptions, rescore
 from analysis.rescore.inputs import load_input
 from analysis.rescore.summary import recommendation_words, schedule_words
 from analysis.rescore.trace import SHARD_BY

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from analysis import derived
-from ingest import caps, store
+from ingest import caps, open_store
 from ingest.errors import UsageError
 from ingest.results import FORMAT_CHOICES, ReadOptions, read_files
 from ingest.results.dims import parse_sets
@@ -42,7 +42,7 @@ def _results(args: argparse.Namespace) -> int:
 
     opts = ReadOptions(overrides=parse_sets(args.sets), baseline=args.baseline)
     parsed = read_files(list(args.files), args.format, opts)  # every file validated before any write
-    with store.session(args.db) as con:
+    with open_store.session(args.db) as con:
         reports = land(con, parsed)
     for r in reports:  # warnings only once everything landed: a failing invocation prints one line
         for w in r["warnings"]:
@@ -70,7 +70,7 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out}: exists and is not a folder")
-    with store.session(args.db, read_only=args.db is not None and Path(args.db).exists()) as con:
+    with open_store.session(args.db, read_only=args.db is not None and Path(args.db).exists()) as con:
         res = export_runs(con, args.runs, args.out)
     if args.json:
         print(json.dumps(res))

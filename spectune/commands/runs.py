@@ -19,9 +19,9 @@ from ingest.errors import InputError, UsageError
 from runner.backends.vllm import VllmBackend, slug
 from runner.cluster import run_matrix_ray
 from runner.execute import RunInterrupted, RunOptions, run_matrix, runs_dir_for
-from runner.factorized import run_factorized
+from runner.factorized import factorized_plan, run_factorized
 from runner.matrix import load_matrix
-from runner.plan import SERVER_START_S, factorized_plan, plan_matrix
+from runner.plan import SERVER_START_S, plan_matrix
 from runner.progress import progress_display
 from runner.signals import stop_on_terminate
 from runner.workloads import resolve_source

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from analysis import derived
-from ingest import store
+from ingest import open_store
 from ingest.trace_store import store_trace, workload_mix
 from ingest.traces import FORMAT_CHOICES, TIMESTAMP_UNITS
 from ingest.traces.assigned import read_assigned
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 def _store(args: argparse.Namespace) -> int:
     mapping = mapping_from_args(args.maps, args.timestamp_unit, args.file)
     tf, assignment = read_assigned(args.file, args.format, args.workload, mapping, args.name)
-    with store.session(args.db) as con:
+    with open_store.session(args.db) as con:
         trace_id, new = store_trace(con, tf, assignment=assignment, source_path=str(args.file))
     res = {"trace_id": trace_id, "format": tf.format, "requests": tf.frame.height,
            "workload_mix": workload_mix(tf.frame), "new": new, "name": tf.name, "file_hash": tf.file_hash,

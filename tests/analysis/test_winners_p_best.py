@@ -17,8 +17,9 @@ import polars as pl
 import pytest
 
 from analysis.frames import Filters
+from analysis.gains import gain_text
 from analysis.metrics import get_metric
-from analysis.winners import decide, decide_groups, gain_text, p_best, point_noise_replicates, winners
+from analysis.winners import decide, decide_groups, p_best, point_noise_replicates, winners
 from ingest import store
 from tests.conftest import REPO, cli
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import shard as shard_keys
 from analysis.rescore import workload as wl
 from analysis.rescore.config import Choice, parse_choice
+from analysis.rescore.core import RescoreOptions, rescore
 from analysis.rescore.stored import load_trace
 from analysis.rescore.trace import bucketize
 from ingest import store

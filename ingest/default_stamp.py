@@ -1,8 +1,12 @@
-"""The default data's stamp: names, sizes and mtimes of the embedded files, and the sidecar (``<store>.default-stamp``)
-that records the stamp the default store was last built or checked against (ingest/default_data.py).
+"""Whether a store's default data is current: the stamp of the embedded default files, read without opening
+the store or importing the result readers.
 
-Standard library only: every read of the default store checks it, including the stored-answer path of ``winners``
-(analysis/derived_read.py), which must not import polars.
+The default data is the simulated run under data/default/ (:data:`DEFAULT_DIR`, one Parquet file per table of
+:data:`TABLES`) and the published tables under data/published/ (ingest/published_default.py). Their stamp is the
+files' names, sizes and mtimes (:func:`files_stamp`); a store built or refreshed from them keeps it in a sidecar
+(``<store>.default-stamp``, made and read through ingest/safefile.py). :func:`is_current` compares the two on every
+open of the default store (ingest/open_store.py); only when they differ does ingest/default_data.py hash the
+content and refresh the store.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ DEFAULT_DIR = paths.DATA_DIR / "default"
 TABLES = ("runs", "cells", "positions", "requests", "model_draws")
 
 
-def files_stamp(folder: Path = DEFAULT_DIR) -> str:
+def files_stamp(folder: Path | None = None) -> str:
     """Names, sizes and mtimes of the default Parquet files: changes whenever a file is rewritten."""
+    folder = DEFAULT_DIR if folder is None else folder
     parts = []
     for name in TABLES:
         try:
@@ -46,7 +51,6 @@ def read_stamp(path: Path) -> str | None:
     return raw.decode("utf-8", "replace") if raw is not None else None
 
 
-def is_current(path: Path, folder: Path = DEFAULT_DIR) -> bool:
-    """True when the sidecar says the store at ``path`` was built or checked against the embedded files as they are
-    (False: ingest/default_data.py refresh_if_stale has work to check)."""
-    return read_stamp(path) == files_stamp(folder)
+def is_current(path: Path, folder: Path | None = None) -> bool:
+    """The store at ``path`` was built or last checked against the default files as they are now."""
+    return read_stamp(path) == files_stamp(DEFAULT_DIR if folder is None else folder)
