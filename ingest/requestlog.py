@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from ingest import caps
 from ingest.errors import InputError
-from ingest.filecheck import regular_file_size
+from ingest.filechecks import regular_file_size
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a detailed-level response carries per-step lists: long, never this long
 MAX_LABELS = 64

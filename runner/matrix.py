@@ -19,7 +19,7 @@ from typing import Any
 
 from ingest import labels
 from ingest.errors import InputError
-from ingest.filecheck import regular_file_size
+from ingest.filechecks import regular_file_size
 from ingest.records import KNOWN_METHODS, CellKey
 from runner.adaptive import AdaptiveSpec, parse_adaptive
 

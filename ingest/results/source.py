@@ -21,7 +21,7 @@ from typing import Any
 from ingest import caps
 from ingest.caps import IMPORT_CAP
 from ingest.errors import InputError
-from ingest.filecheck import regular_file_size
+from ingest.filechecks import regular_file_size
 from ingest.results import jsonstream
 from ingest.results.jsonstream import MAX_DEPTH_ERROR, Doc, Keep, keep_all
 

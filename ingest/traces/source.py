@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ingest.errors import InputError
-from ingest.filecheck import regular_file_size
+from ingest.filechecks import regular_file_size
 from ingest.tempfiles import make_temp_dir
 from ingest.traces.limits import Limits
 
