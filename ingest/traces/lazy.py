@@ -31,8 +31,9 @@ from ingest.traces.generic import resolve_mapping
 from ingest.traces.limits import Limits
 from ingest.traces.mapping import AUTO_UNIT, TraceMapping
 from ingest.traces.normalise import COUNTER_LIMIT_FACTOR
+from ingest.traces.parquet import type_problem
 from ingest.traces.source import Source
-from ingest.traces.timeparse import fast_datetime_expr, parse_datetime_seconds, strict_datetime_expr
+from ingest.traces.timeparse import datetime_seconds, fast_datetime_expr, parse_datetime_seconds, strict_datetime_expr
 
 STREAMABLE = frozenset({"azure", "burstgpt", "csv", "parquet"})
 FIXED = {  # format -> (columns, timestamp unit); both required by the format
@@ -184,8 +185,6 @@ def _sample(lf: pl.LazyFrame, col: pl.Expr, head: pl.LazyFrame | None = None) ->
 def _resolved_unit(lf: pl.LazyFrame, col: pl.Expr, dtype: pl.DataType, head: pl.LazyFrame | None = None
                    ) -> str | None:
     """A bare ``timestamp`` column's unit, as checks.resolve_auto_unit decides (None: the exact reader's error)."""
-    from ingest.traces.timeparse import datetime_seconds
-
     if isinstance(dtype, pl.Datetime | pl.Date):
         return "datetime"
     if dtype != pl.String:
@@ -285,8 +284,6 @@ def _indices(header: CsvHeader, wanted: dict[str, str]) -> dict[str, int] | None
 
 def _parquet(src: Source, mapping: TraceMapping | None, limits: Limits, workload: str | None,
              general: bool) -> LazyTrace | None:
-    from ingest.traces.parquet import _type_problem
-
     lf = pl.scan_parquet(src.data_path, glob=False)
     schema = lf.collect_schema()
     m = resolve_mapping(src, schema.names(), mapping, 0)
@@ -294,7 +291,7 @@ def _parquet(src: Source, mapping: TraceMapping | None, limits: Limits, workload
         return None
     picks, types = [], {}
     for fld, col in m.columns().items():
-        if col not in schema or _type_problem(fld, schema[col], m.timestamp_unit) is not None:
+        if col not in schema or type_problem(fld, schema[col], m.timestamp_unit) is not None:
             return None
         expr, dtype = pl.col(col), schema[col]
         if isinstance(dtype, pl.Categorical | pl.Enum):
