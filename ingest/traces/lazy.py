@@ -1,21 +1,22 @@
-"""The streaming trace reader: a pre-scanned file as one lazy polars query that validates as it reads.
+"""The validating trace query: a pre-scanned file as one lazy polars query that checks as it reads.
 
-Owns the per-request expressions of the streaming path. For the formats whose rows are plain columns
-(Azure, BurstGPT, generic CSV and generic Parquet without prompt text) :func:`lazy_trace` builds a
+Owns the per-request expressions of the trace readers' one pipeline. For the formats whose rows are plain
+columns (Azure, BurstGPT, generic CSV and generic Parquet without prompt text) :func:`lazy_trace` builds a
 ``pl.LazyFrame`` that reads only the needed columns and computes, per request, the very values
 :mod:`ingest.traces.normalise` would (same checks, same casts, timestamps parsed once with the file's
 known layout by :func:`ingest.traces.timeparse.fast_datetime_expr`) plus a ``bad`` flag that is true
-where any of those checks fails. Labels (workload, shard) are the exception: they stay raw text per
-request and are trimmed, checked and lower-cased once per distinct value after grouping
-(:func:`finish_labels`), the same rules on far fewer values. Nothing is collected here: the caller
-aggregates the frame in the streaming engine (analysis.rescore.reduce), so memory follows the aggregates,
-not the requests.
+where any of those checks fails. Labels (workload, shard) stay raw text per request and are trimmed, checked
+and lower-cased by :func:`finish_labels`. Two consumers, one query: :func:`normalised` collects it into the
+normalised frame (``ingest trace``, the dashboard, ``read_trace``), and re-scoring aggregates it in the
+streaming engine (analysis.rescore.reduce), so memory follows the aggregates, not the requests.
 
-The flag only has to be *safe*: when any row is flagged, the caller reads the file again with the exact
-reader (:func:`ingest.traces.read_trace`), which names the file, the line and the problem — so every
-error message is the exact reader's, and a clean file's numbers are the exact reader's numbers.
-Files this path does not cover (JSON formats, prompt text to classify or count, ``.gz``, an unresolved
-``auto`` timestamp unit) return ``None`` and take the exact reader.
+The flag only has to be *safe*: when any row is flagged, the exact parse (the format's reader in
+:mod:`ingest.traces.registry` and :func:`ingest.traces.normalise.normalise`) reads the file to name the file,
+the line and the problem — so every error message is the exact parse's, and a clean file's numbers are the
+ones it would give (checked on the test corpus: same frames, same errors). It also decides the rare values
+this query leaves to it (``12.0`` as a count, a date-time layout the fast parsers do not take). Files this
+query does not cover (JSON formats, prompt text to classify or count, ``.gz``, an unresolved ``auto``
+timestamp unit) return ``None`` and take the exact parse, their one reader.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ingest.traces.blanklines import COMPACT_ABOVE
 from ingest.traces.checks import LABEL_FORBIDDEN, MAX_ABS_SECONDS, MAX_LABEL_CHARS, UNIT_SCALE
 from ingest.traces.csvread import CsvHeader, read_header
 from ingest.traces.generic import resolve_mapping
@@ -32,6 +34,7 @@ from ingest.traces.limits import Limits
 from ingest.traces.mapping import AUTO_UNIT, TraceMapping
 from ingest.traces.normalise import COUNTER_LIMIT_FACTOR
 from ingest.traces.parquet import type_problem
+from ingest.traces.schema import TRACE_SCHEMA
 from ingest.traces.source import Source
 from ingest.traces.timeparse import datetime_seconds, fast_datetime_expr, parse_datetime_seconds, strict_datetime_expr
 
@@ -354,3 +357,74 @@ def _finish(lf: pl.LazyFrame, types: dict[str, pl.DataType], kind: str, unit: st
     return LazyTrace(frame=frame.select(COLUMNS), format=kind, timestamp_required=required_ts,
                      has_timestamp_column="timestamp" in types, text_datetime=sample is not None, workload=workload,
                      labels=tuple(f for f in ("workload", "shard") if f in types))
+
+
+YEAR_S = 365.25 * 86_400
+
+
+def normalised(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, workload: str | None
+               ) -> tuple[pl.DataFrame, dict[str, int], list[str]] | None:
+    """The trace in TRACE_SCHEMA from the validating query, as :func:`ingest.traces.normalise.normalise` makes it
+    from the exact reader's columns: the same checks, drops, order, warnings and rebased times.
+
+    None when the query does not cover the file (:func:`lazy_trace`) or flags anything — a bad value, a missing
+    timestamp, a request too far back in time, nothing left: the exact parse then locates the error (file:line)
+    or decides the rows this pass could not (``12.0`` as a count, a date-time in an unusual layout). A CSV
+    padded with many blank lines also takes the exact parse, which reads a compacted copy: collected whole, the
+    query would hold a row per blank line (~18 bytes each; 40 MB of newlines peaked 735 MB above the imports)."""
+    if src.blank_lines > COMPACT_ABOVE:
+        return None
+    for general in (False, True):
+        lt = lazy_trace(src, kind, mapping, limits, workload, general_timestamps=general)
+        if lt is None:
+            return None
+        try:
+            df = lt.frame.with_row_index("request_index").collect(engine="streaming")
+        except pl.exceptions.PolarsError:  # e.g. a malformed CSV row: the exact parse names its line
+            return None
+        if df.height and not df["bad"].any():
+            return _normalised(df, lt, limits)
+        if not lt.text_datetime:  # only text date-times have a second parser to try
+            return None
+    return None
+
+
+def _normalised(df: pl.DataFrame, lt: LazyTrace, limits: Limits
+                ) -> tuple[pl.DataFrame, dict[str, int], list[str]] | None:
+    labelled = finish_labels(df, lt.workload)
+    if labelled is None:
+        return None
+    df = labelled
+    n_missing = int(df["ts_missing"].sum())
+    has_ts = lt.has_timestamp_column and not (n_missing == df.height and not lt.timestamp_required)
+    if has_ts and n_missing:
+        return None
+    zero_out = pl.col("output_tokens") == 0
+    zero_in = (pl.col("input_tokens") == 0) & ~zero_out
+    counts = df.select(zero_out.sum().alias("zero_output_tokens"), zero_in.sum().alias("zero_input_tokens")).row(0,
+                                                                                                          named=True)
+    dropped = {reason: int(n) for reason, n in counts.items() if n}
+    df = df.filter(~(zero_out | zero_in))
+    if df.height == 0:
+        return None
+    warnings: list[str] = []
+    if has_ts:
+        ts = df["ts"]
+        back = ts.cum_max() - ts
+        worst = float(back.max())  # type: ignore[arg-type]
+        if worst > limits.max_backwards_s:
+            return None
+        if worst > 0:
+            warnings.append(f"{int((back > 0).sum())} requests were out of time order (by at most {worst:.3f} s) "
+                            "and were sorted by timestamp")
+            df = df.sort("ts", maintain_order=True)
+        span = float(ts.max() - ts.min())  # type: ignore[operator]
+        if span > limits.warn_span_s:
+            warnings.append(f"requests span {span / YEAR_S:,.1f} years from first to last arrival; real traces "
+                            "cover hours to weeks: check the timestamp column and its unit")
+        df = df.with_columns(pl.col("ts") - pl.col("ts").min())
+    else:
+        df = df.with_columns(pl.lit(None, pl.Float64).alias("ts"))
+    frame = df.select(pl.col("ts").alias("timestamp_s"), pl.lit(None, pl.String).alias("prompt"),
+                      *(c for c in TRACE_SCHEMA if c not in ("timestamp_s", "prompt")))
+    return frame.select(list(TRACE_SCHEMA)).cast(TRACE_SCHEMA), dropped, warnings  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ from ingest.traces.azure import workload_from_name as azure_workload
 from ingest.traces.burstgpt import read_burstgpt
 from ingest.traces.detect import detect_kind
 from ingest.traces.generic import read_generic_csv, read_generic_jsonl
+from ingest.traces.lazy import STREAMABLE, normalised
 from ingest.traces.limits import DEFAULT_LIMITS, Limits
 from ingest.traces.mapping import TraceMapping
 from ingest.traces.mooncake import read_mooncake
@@ -100,13 +101,20 @@ def read_trace(
         if kind != "sharegpt":  # only the ShareGPT document reader copes with unbounded lines
             src.check_line_cap()
         spec = FORMATS[kind]
+        # the display name first: an upload is read from a temp file whose own name says nothing
+        hint = (spec.name_hint(name or "") or spec.name_hint(path.name)) if spec.name_hint else None
+        if kind in STREAMABLE:  # one validating query; the exact parse below only when it flags something
+            done = normalised(src, kind, mapping, limits, workload if workload is not None else hint)
+            if done is not None:
+                frame, dropped, warnings = done
+                return TraceFrame(frame=frame, format=kind, file_hash=src.sha256, name=name or path.name,
+                                  dropped=dropped, warnings=tuple(warnings))
         try:
             raw = spec.reader(src, mapping, limits)
         except RecursionError:  # a reader's own recursion on pathological input: still bad input
             raise InputError(path, 0, "input nested too deeply to read") from None
-        if raw.workload_hint is None and spec.name_hint:
-            # the display name first: an upload is read from a temp file whose own name says nothing
-            raw.workload_hint = spec.name_hint(name or "") or spec.name_hint(path.name)
+        if raw.workload_hint is None:
+            raw.workload_hint = hint
         frame, dropped, warnings = normalise(path, raw, limits, workload)
         return TraceFrame(
             frame=frame,
