@@ -86,15 +86,17 @@ def _missing_and_number(fld: str, dtype: pl.DataType, whole: bool = False) -> di
     return {_parts(fld, "miss"): c.is_null(), _parts(fld, "num"): c.cast(pl.Float64)}
 
 
-def _count(fld: str, dtype: pl.DataType, *, required: bool, limit: int) -> Step:
-    """(Int64 value, bad) as ingest.traces.checks.check_counts decides."""
+def _count(fld: str, dtype: pl.DataType, *, required: bool, limit: int, general: bool = False) -> Step:
+    """(Int64 value, bad) as ingest.traces.checks.check_counts decides. ``general``: text is read as that check
+    reads it (trimmed, then any number that is whole: ``12.0``, `` 4 ``), not only as a plain integer."""
     if dtype.is_integer():  # whole and finite already: only the range to check, no float round trip
         c = pl.col(fld)
         bad = (c.is_null() & required) | (c < 0) | (c > limit)
         return {}, c.cast(pl.Int64), bad.fill_null(False)
-    first = _missing_and_number(fld, dtype, whole=True)
+    text_int = dtype == pl.String and not general
+    first = _missing_and_number(fld, dtype, whole=text_int)
     missing, num = pl.col(_parts(fld, "miss")), pl.col(_parts(fld, "num"))
-    if dtype == pl.String:  # an Int64 already
+    if text_int:  # an Int64 already
         bad = (missing & required) | (~missing & (num.is_null() | (num < 0) | (num > limit)))
         return first, num, bad.fill_null(False)
     bad = (missing & required) | (~missing & (num.is_null() | num.is_nan() | (num < 0) | (num != num.floor())
@@ -203,7 +205,8 @@ def lazy_trace(src: Source, kind: str, mapping: TraceMapping | None, limits: Lim
     """The file as a validating lazy query, or None when only the exact reader can read it.
 
     ``workload`` is the per-file choice (``--workload`` or the format's file-name hint) that fills
-    unlabelled rows. ``general_timestamps`` also tries the general date-time parser on rows the file's
+    unlabelled rows. ``general_timestamps`` (the general pass) reads CSV token counts as text, checked as
+    checks.check_counts does, and also tries the general date-time parser on rows the file's
     own layout rejects (a second, rarer pass: the exact reader does the same). ``data``: CSV bytes to read
     instead of the file (a guess at a file's time span from its last lines)."""
     if kind not in STREAMABLE or src.data_path != src.path:  # .gz: inflated copies take the exact reader
@@ -231,8 +234,9 @@ def _csv(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, w
     if idx is None:
         return None
     # Token counts are parsed as integers by the CSV reader itself (a plain integer, spaces before it allowed):
-    # a value it cannot parse ("12.0", "4 ") fails the pass, and the exact reader, which accepts those, decides.
-    counts = {i for fld, i in idx.items() if fld in COUNT_FIELDS}
+    # a value it cannot parse ("12.0", "4 ") fails the first pass; the general pass reads them as text and
+    # checks them as checks.check_counts does (~1 s CPU more per 10 M rows, so only when the first pass failed).
+    counts = set() if general else {i for fld, i in idx.items() if fld in COUNT_FIELDS}
     dtypes = [pl.Int64() if i in counts else pl.String() for i in range(len(header.names))]
     lf = pl.scan_csv(io.BytesIO(data) if data is not None else src.data_path, infer_schema=False, has_header=True,
                      glob=False, quote_char='"', schema_overrides=dtypes)
@@ -252,7 +256,7 @@ def _csv(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, w
         head = pl.scan_csv(io.BytesIO(src.head[:end + 1]), infer_schema=False, has_header=True, glob=False,
                            quote_char='"', schema_overrides=dtypes)
         head = _drop_blank(head.select(*picks), first, rest, trim=True)
-    schema = {f: pl.Int64() if f in COUNT_FIELDS else pl.String() for f in fields}
+    schema = {f: pl.Int64() if f in COUNT_FIELDS and not general else pl.String() for f in fields}
     return _finish(lf, schema, kind, unit, required_ts, limits, workload, general, head)
 
 
@@ -322,7 +326,7 @@ def _finish(lf: pl.LazyFrame, types: dict[str, pl.DataType], kind: str, unit: st
     for fld in ("input_tokens", "output_tokens"):
         if fld not in types:
             return None
-        add(fld, _count(fld, types[fld], required=True, limit=limit))
+        add(fld, _count(fld, types[fld], required=True, limit=limit, general=general))
     ts_missing: pl.Expr = pl.lit(True)
     sample = None
     if "timestamp" in types:
@@ -347,7 +351,7 @@ def _finish(lf: pl.LazyFrame, types: dict[str, pl.DataType], kind: str, unit: st
             out[fld] = pl.lit(None, pl.String)
     for fld in ("drafted_tokens", "accepted_tokens"):
         if fld in types:
-            add(fld, _count(fld, types[fld], required=False, limit=limit * COUNTER_LIMIT_FACTOR))
+            add(fld, _count(fld, types[fld], required=False, limit=limit * COUNTER_LIMIT_FACTOR, general=general))
         else:
             out[fld] = pl.lit(None, pl.Int64)
     frame = lf.with_columns(**first).select(*(e.alias(k) for k, e in out.items()), ts_missing.alias("ts_missing"),
@@ -376,15 +380,17 @@ def normalised(src: Source, kind: str, mapping: TraceMapping | None, limits: Lim
         return None
     for general in (False, True):
         lt = lazy_trace(src, kind, mapping, limits, workload, general_timestamps=general)
-        if lt is None:
-            return None
+        if lt is None:  # not covered, or the first lines already fail the first pass ("12.0" as a count)
+            continue
         try:
             df = lt.frame.with_row_index("request_index").collect(engine="streaming")
-        except pl.exceptions.PolarsError:  # e.g. a malformed CSV row: the exact parse names its line
-            return None
+        except pl.exceptions.PolarsError:  # "12.0" as a count (the general pass reads it), a malformed CSV row
+            if general or kind == "parquet":  # (the exact parse names its line)
+                return None
+            continue
         if df.height and not df["bad"].any():
             return _normalised(df, lt, limits)
-        if not lt.text_datetime:  # only text date-times have a second parser to try
+        if not lt.text_datetime and kind == "parquet":  # typed columns: the general pass reads nothing more
             return None
     return None
 

@@ -88,3 +88,16 @@ def test_a_flagged_value_is_located_by_the_exact_parse(tmp_path: Path) -> None:
     with pytest.raises(InputError) as exc:
         read_trace(path)
     assert exc.value.line == 7 and str(exc.value).startswith(f"error: {path}:7: ")
+
+
+def test_counts_written_as_decimals_are_read_by_the_general_pass_not_the_exact_parse(tmp_path: Path) -> None:
+    # pandas writes an integer column holding NaN as "12.0": the query's general pass reads it, as check_counts does
+    path = tmp_path / "AzureLLMInferenceTrace_conv.csv"
+    path.write_text(AZ_HEADER + "2023-11-16 18:15:46.0000000,10.0,2\n2023-11-16 18:15:47.0000000, 11 ,3\n"
+                    "2023-11-16 18:15:48.0000000,12,4.00\n")
+    with open_source(path, DEFAULT_LIMITS) as src:
+        got = normalised(src, "azure", None, DEFAULT_LIMITS, "chat")
+    assert got is not None
+    frame = _exact(path, None)[1]
+    assert_frame_equal(got[0], frame)
+    assert frame["input_tokens"].to_list() == [10, 11, 12] and frame["output_tokens"].to_list() == [2, 3, 4]
