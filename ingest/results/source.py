@@ -60,7 +60,7 @@ def scan_text(path: Path, limit: int | None = None) -> str:
     whole-file read (a NUL byte anywhere wins over a UTF-8 error before it)."""
     check_size(path, limit)
     _check_magic(path, head_bytes(path, 4))
-    return scan_file_text(path, TEXT_RULES, chunk=CHUNK)[1]
+    return scan_file_text(path, TEXT_RULES, chunk=CHUNK, background_hash=False)[1]
 
 
 def _check_magic(path: Path, head: bytes) -> None:

@@ -80,7 +80,8 @@ def test_gzip_is_inflated_under_a_cap(tmp_path: Path) -> None:
 def test_the_hash_is_hashlibs_over_many_blocks(tmp_path: Path) -> None:
     path = _write(tmp_path, b"0123456789abcdef\n" * (3 * CHUNK // 17 + 5))
     _, digest = scan_text(path, RESULT_RULES)
-    assert digest == sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    _, inline = scan_text(path, RESULT_RULES, background_hash=False)
+    assert digest == inline == sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest()
     assert not [t for t in threading.enumerate() if t.name == "sha256"]
 
 
