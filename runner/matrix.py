@@ -19,7 +19,7 @@ from typing import Any
 
 from ingest import labels
 from ingest.errors import InputError
-from ingest.filecheck import regular_file_size
+from ingest.filechecks import regular_file_size
 from ingest.records import KNOWN_METHODS, CellKey
 
 MAX_MATRIX_BYTES = 4 * 1024 * 1024  # a matrix is a few KB; more is not a matrix

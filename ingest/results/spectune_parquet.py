@@ -19,6 +19,7 @@ import polars as pl
 
 from ingest import caps, sql, store
 from ingest.errors import InputError, UsageError
+from ingest.filechecks import PARQUET_MAGIC
 from ingest.results.model import ParsedFile, ReadOptions, import_run
 from ingest.results.source import check_size, sha256_file
 
@@ -31,7 +32,7 @@ REQUIRED = {
     "requests": ("run_id", "cell_id", "request_index"),
     "model_draws": ("run_id", "cell_id", "replicate"),
 }
-MAGIC = b"PAR1"
+MAGIC = PARQUET_MAGIC
 
 
 def folder_of(path: Path) -> Path | None:
