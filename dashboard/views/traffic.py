@@ -31,9 +31,12 @@ from analysis.rescore.shard import SHARD_BY
 from analysis.rescore.stored import list_traces, load_trace
 from analysis.rescore.trace import bucketize
 from dashboard import charts, data, export, md, report, state, theme, widgets
+from ingest import store
+from ingest.cli.trace import read_assigned
 from ingest.errors import InputError, UsageError
 from ingest.paths import DATA_DIR
 from ingest.tempfiles import make_temp_dir
+from ingest.trace_store import peek_columns, store_trace
 from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, Limits, TraceFrame, TraceMapping
 
 PAGE = "traffic"
@@ -86,10 +89,6 @@ def _read_and_store(path: Path, fmt: str, mapping: TraceMapping | None, name: st
                     limits: Limits, source_path: str) -> tuple[TraceFrame, str, bool]:
     """Read, validate and classify a trace file (format detected by the reader when ``auto``), then store it.
     The workload is chosen when re-scoring (the Workload box), not here: one stored trace, any assignment."""
-    from ingest import store
-    from ingest.cli.trace import read_assigned
-    from ingest.trace_store import store_trace
-
     tf, assignment = read_assigned(path, fmt, None, mapping, name, limits)
     with store.session(data.db_path()) as con:
         trace_id, new = store_trace(con, tf, assignment=assignment, source_path=source_path)
@@ -157,8 +156,6 @@ def _sample_section() -> str | None:
 
 
 def _columns(up) -> list[str]:
-    from ingest.trace_store import peek_columns
-
     with _spooled(up) as path:
         return peek_columns(path)
 
