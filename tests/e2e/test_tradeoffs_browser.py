@@ -55,7 +55,6 @@ def test_the_scatter_draws_every_cell_and_a_box_selection_narrows_the_table(page
     _wait_idle(page)
     narrowed = _selected(page)
     assert 0 < narrowed < cells.height
-    page.screenshot(path="/tmp/plotly_h/half.png")
     page.reload()  # a fresh view; then the whole panel: every cell
     chart.locator("svg.main-svg").first.wait_for()
     _wait_idle(page)
