@@ -30,11 +30,14 @@ from analysis.rescore.shard import SHARD_BY
 from analysis.rescore.stored import list_traces, load_trace
 from analysis.rescore.trace import bucketize
 from dashboard import charts, data, export, md, report, state, theme, widgets
+from ingest import open_store
 from ingest.errors import InputError, UsageError
 from ingest.paths import DATA_DIR
 from ingest.settings import load as load_settings
 from ingest.tempfiles import make_temp_dir
+from ingest.trace_store import peek_columns, store_trace
 from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, Limits, TraceFrame, TraceMapping
+from ingest.traces.assigned import read_assigned
 
 PAGE = "traffic"
 
@@ -90,10 +93,6 @@ def _read_and_store(path: Path, fmt: str, mapping: TraceMapping | None, name: st
                     limits: Limits, source_path: str) -> tuple[TraceFrame, str, bool]:
     """Read, validate and classify a trace file (format detected by the reader when ``auto``), then store it.
     The workload is chosen when re-scoring (the Workload box), not here: one stored trace, any assignment."""
-    from ingest import open_store
-    from ingest.trace_store import store_trace
-    from ingest.traces.assigned import read_assigned
-
     tf, assignment = read_assigned(path, fmt, None, mapping, name, limits)
     with open_store.session(data.db_path()) as con:
         trace_id, new = store_trace(con, tf, assignment=assignment, source_path=source_path)
@@ -162,8 +161,6 @@ def _sample_section() -> str | None:
 
 
 def _columns(up) -> list[str]:
-    from ingest.trace_store import peek_columns
-
     with _spooled(up) as path:
         return peek_columns(path)
 
