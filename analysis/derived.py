@@ -31,7 +31,7 @@ from analysis import derived_read
 from analysis.glance import summary
 from analysis.rescore.matrix import CellSamples, Matrix, load_matrices
 from analysis.winners import winners
-from ingest import store
+from ingest import open_store, store
 from ingest.sql import ArrowStream
 
 ARRAYS = ("ttft", "tpot", "out", "thr_ratio", "p99_ratio")  # a cell's samples, '<f8' bytes each
@@ -72,7 +72,7 @@ def refresh(con: duckdb.DuckDBPyConnection, *, winners_doc: dict | None = None, 
 def refresh_store(db: str | Path | None, *, wait_s: float | None = None, winners_doc: dict | None = None,
                   doc_stamp: str | None = None) -> list[str]:
     """:func:`refresh` on the store at ``db`` (None: the default store), opened writable for it."""
-    con = store.connect(db, wait_s=wait_s, refresh_default=False)
+    con = open_store.connect(db, wait_s=wait_s, refresh_default=False)
     try:
         return refresh(con, winners_doc=winners_doc, doc_stamp=doc_stamp)
     finally:

@@ -115,9 +115,12 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def upward(edges: dict[str, set[str]]) -> list[str]:
-    """Every arrow from a layer into one it must not import."""
+    """Every arrow from a layer into one it must not import. ``python -m analysis|ingest|runner`` (a package's
+    ``__main__``) are aliases of the one command line (spectune/cli.py): entry points nothing imports, so their
+    arrow up to spectune closes no cycle and is the one allowed."""
     return sorted(f"{m} -> {t}" for m, targets in edges.items() for t in targets
-                  if t.split(".")[0] in FORBIDDEN.get(m.split(".")[0], ()))
+                  if t.split(".")[0] in FORBIDDEN.get(m.split(".")[0], ())
+                  and not (m.endswith(".__main__") and t == "spectune.cli"))
 
 
 @functools.cache
