@@ -468,6 +468,7 @@ def _ref_level(method: str, family: str, workload: str, moe: bool | None,
                        f"models × {family} ratio {ratio:.2f} ({ratio_kind})")
 
 
+@cache  # a pure function of the cached published rows and priors, as ref_fit; asked once per cell otherwise
 def workload_ratio(method: str, workload: str, base: str, exclude: str | None = None) -> tuple[float, str]:
     """α on ``workload`` / α on ``base``, from sources that measured both with the same model (a within-source
     contrast: a ratio of two pools would mix the sources' levels into it). The method's own pairs, else every

@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import duckdb
 
-from ingest.cli.parser import did_you_mean
-from ingest.errors import UsageError
+from ingest.errors import UsageError, did_you_mean
 from ingest.sql import frame as query
 
 DIMENSIONS = ("gpu", "family", "model", "workload", "dataset", "method")

@@ -25,7 +25,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from analysis import frames, labels, winners
+from analysis import frames, gains, labels, winners
 from analysis.metrics import get_metric
 from ingest.errors import UsageError
 
@@ -43,7 +43,7 @@ MIN_REPLICATES = 10
 class CompareOptions:
     metric: str = "output_throughput"  # the metric winners are decided on
     best_depth_per_method: bool = False
-    level: float = winners.LEVEL
+    level: float = gains.LEVEL
 
 
 def _run_table(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

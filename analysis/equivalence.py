@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.gains import gain_text, gain_vs
 from analysis.labels import and_more, candidate
 from analysis.metrics import Metric
 from analysis.rescore.config import NEEDS_DRAFT_MODEL
@@ -152,8 +153,6 @@ def cell_fields(rows: Sequence[dict], values: np.ndarray, order: Sequence[int], 
 
     ``reps``: the candidates' paired replicates, for the intervals of the pick's gains (vs none, vs the default);
     ``clear``: the winner rule's verdict (see :func:`judge`)."""
-    from analysis.winners import gain_text, gain_vs  # the gain rule lives with the winner rule (import cycle)
-
     methods = [r["method"] for r in rows]
     depths = [int(r["depth"]) for r in rows]
     j = judge(methods, depths, values, order, tied, metric, margin_pct, default[0] if default else None, clear)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from analysis.labels import candidate
+from analysis.labels import candidate, load, model_short
+from analysis.vocabulary import cell_words
 
 GROUP_KEY = ("gpu", "family", "model", "workload", "dataset")  # a winners group without its load
 
@@ -66,8 +67,6 @@ def summary(doc: dict) -> dict:
 def _where(cells: list[dict]) -> str:
     """Where a pick is clear, in words: ``on MI300X chat and MI355X code``, or — a pick being per model (model is
     a dimension) — ``for Kimi-K2.5 on MI300X code (MBPP), for Qwen3-8B on MI300X code and 3 more places``."""
-    from analysis.labels import model_short
-
     def place(c: dict) -> str:
         dataset = f" ({c['dataset']})" if c.get("dataset") else ""
         model = f"for {model_short(c['model'])} on " if c.get("model") else ""
@@ -189,9 +188,6 @@ def published(doc: dict) -> dict:
     per group — model, dataset, workload, GPU, the best (method·depth) on the source's own figures, its speedup
     over no speculation (the source's baseline), the verdict, the load ("load not stated" when the source gives
     none) and the source. ``sources``: the distinct source URLs; ``text``: one sentence."""
-    from analysis.labels import load, model_short
-    from analysis.vocabulary import cell_words
-
     rows = []
     for c in doc.get("cells") or []:
         w = c["winner"]

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import polars as pl
 
+from analysis.metrics import METRICS  # the metrics' own labels and units, declared once there
+
 SEP = "·"  # U+00B7 MIDDLE DOT between method and depth
 # what the notation tests grep for: the retired `dflash:5` / `none:0` of any speculative method
 OLD_NOTATION = r"\b(?:none|mtp|eagle|eagle3|dflash|dspark|ngram|suffix|medusa|draft_model):\d+\b"
@@ -95,8 +97,6 @@ CANDIDATE_COLUMNS = frozenset({"candidate", "config", "winner_a", "winner_b", "f
 
 
 def _metric_titles() -> dict[str, str]:
-    from analysis.metrics import METRICS  # the metrics' own labels and units, declared once there
-
     return {m.name: f"{m.label} ({m.unit})" if m.unit else m.label for m in METRICS.values()}
 
 

@@ -27,9 +27,9 @@ import polars as pl
 
 from analysis import frames
 from analysis.deploy import serve_command
+from analysis.gains import LEVEL, interval
 from analysis.metrics import Metric, get_metric
 from analysis.rescore.config import Choice, Schedule, scheduled
-from analysis.winners import LEVEL, interval
 
 GROUP = ("gpu", "family", "model", "workload", "dataset", "method")  # per model; loads vary inside a group
 SCHEDULE_MARGIN_PCT = 2.0  # DESIGN's practical-equivalence margin: a smaller gain is not worth a schedule

@@ -27,14 +27,16 @@ import numpy as np
 import polars as pl
 
 from analysis import equivalence, frames, labels, model_provenance
+from analysis.deploy import serve_command
+from analysis.gains import LEVEL, gain_text, gain_vs, intervals
 from analysis.labels import candidate
 from analysis.metrics import Metric, get_metric
+from analysis.rescore.config import Choice
 from ingest.cellstats import BOOTSTRAP_REPLICATES
 
 # A group never holds two models' candidates (family is a filter, not a group); the dataset splits a workload where
 # the source names one; a null concurrency ("load not stated") is its own group, never pooled with a stated load.
 GROUP = ("gpu", "family", "model", "workload", "dataset", "concurrency")
-LEVEL = 0.95
 
 
 CLEAR_AT = 0.95  # p_best the winner needs to be clear
@@ -81,37 +83,6 @@ def rule(clear_at: float = CLEAR_AT, tie_at: float = TIE_AT) -> dict:
     return {"clear_at": clear_at, "tie_at": tie_at,
             "text": f"clear when the best point estimate is the best in ≥ {clear_at * 100:g} % of the paired "
                     f"replicates (p_best ≥ {clear_at:g}); tied: every candidate with p_best ≥ {tie_at:g}"}
-
-
-def intervals(reps: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's percentile interval over its finite values (NaN with fewer than 10), vectorised.
-
-    Same numbers as ``np.percentile(row[finite], ...)`` per row (linear method, numpy's lerp), in one sort.
-    """
-    reps = np.atleast_2d(np.asarray(reps, dtype=float))
-    m = reps.shape[0]
-    if reps.size == 0:
-        return np.full(m, np.nan), np.full(m, np.nan)
-    s = np.sort(reps, axis=1)  # NaNs sort last
-    count = np.isfinite(reps).sum(axis=1)
-    qs = np.true_divide(np.array([(1 - level) / 2 * 100, (1 + level) / 2 * 100]), 100)
-    rows = np.arange(m)
-    out = []
-    for q in qs:
-        virtual = (np.maximum(count, 1) - 1) * q
-        prev = np.floor(virtual).astype(int)
-        nxt = np.minimum(prev + 1, np.maximum(count - 1, 0))
-        gamma = virtual - prev
-        a, b = s[rows, prev], s[rows, nxt]
-        diff = b - a
-        val = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)
-        out.append(np.where(count >= 10, val, np.nan))
-    return out[0], out[1]
-
-
-def interval(reps: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
-    lo, hi = intervals(np.asarray(reps, dtype=float).reshape(1, -1), level)
-    return float(lo[0]), float(hi[0])
 
 
 def decide(values: np.ndarray, reps: np.ndarray, metric: Metric, level: float = LEVEL,
@@ -286,9 +257,6 @@ def point_noise_replicates(values: np.ndarray, reps: np.ndarray, cell_ids: list[
 def deploy_for(row: dict, draft_models: dict[str, str] | None = None) -> dict:
     """The full ``vllm serve`` command of a winning cell (analysis.deploy): its model, the TP size it was
     benchmarked with, its drafter."""
-    from analysis.deploy import serve_command
-    from analysis.rescore.config import Choice
-
     choice = Choice(row["method"], 0 if row["method"] == "none" else int(row["depth"]))
     return serve_command(row["model"], row.get("gpu_count"), choice, draft_model=row.get("draft_model"),
                          draft_models=draft_models).as_dict()
@@ -411,41 +379,6 @@ def _without(d: Decision, j: int) -> list[int]:
             tied.append(max(rest, key=lambda c: (d.p_best[c] or 0.0, -d.order.index(c))))
             tied.sort(key=d.order.index)
     return tied
-
-
-def gain_vs(v: np.ndarray, r: np.ndarray, j: int, ref: int | None, m: Metric
-            ) -> tuple[float | None, list[float | None] | None]:
-    """Candidate ``j``'s gain over ``ref`` (%, in the good direction: +23 % is 1.23× throughput or 1/1.23 the
-    latency) and its 95 % interval from the same paired replicates (None without replicates)."""
-    if ref is None or not (np.isfinite(v[ref]) and v[ref] and np.isfinite(v[j]) and v[j]):
-        return None, None
-    gain = ((v[j] / v[ref]) if m.higher_is_better else (v[ref] / v[j])) * 100 - 100
-    if not r.size:
-        return float(gain), None
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = r[j] / r[ref] if m.higher_is_better else r[ref] / r[j]
-    ci = [_num(x * 100 - 100) for x in interval(ratio * 1.0)]
-    return float(gain), (ci if ci[0] is not None else None)
-
-
-def _signed(x: float) -> str:
-    return f"{x:+.0f}" if abs(x) >= 10 else f"{x:+.1f}"
-
-
-def gain_text(gain: float | None, ci: list[float | None] | None, ref: str, *,
-              winner_is_baseline: bool = False) -> str | None:
-    """A gain with its certainty in words: ``+38 % [+21, +55] vs none``, or ``not separable from …`` when its
-    interval includes 0 (``ref`` = ``none``: "no speculation")."""
-    if winner_is_baseline:
-        return "no speculation is the best point estimate"
-    if gain is None:
-        return None
-    if ci is None or ci[1] is None:
-        return f"{_signed(gain)} % vs {ref} (no interval)"
-    figure = f"{_signed(gain)} % [{_signed(ci[0])}, {_signed(ci[1])}]"
-    if ci[0] <= 0 <= ci[1]:
-        return f"not separable from {'no speculation' if ref == 'none' else ref} ({figure})"
-    return f"{figure} vs {ref}"
 
 
 def _p(x: float | None) -> float | None:

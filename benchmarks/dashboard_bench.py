@@ -6,7 +6,7 @@ Owns ``page_rerun_s``, ``cold_start_s`` and ``dashboard_rss_mb``.
   repeat applies a filter change never seen before in the session (so ``st.cache_data`` cannot answer it).
 * cold start: a fresh Python process with the store file absent: imports, building the store from
   ``data/default/``, and the first Winners run under AppTest, timed from the first line of the process
-  (interpreter start-up itself excluded). The same process then reports ``store.connect()`` + first
+  (interpreter start-up itself excluded). The same process then reports ``open_store.connect()`` + first
   winners query as a detail.
 * RSS: ``streamlit run dashboard/app.py`` on a store of N request rows; headless Chromium (Playwright)
   opens the Winners page and waits for the heatmap; VmHWM of the server process is read from /proc.
@@ -87,9 +87,9 @@ built = os.path.exists(os.environ["SPECTUNE_DB"])
 ok = not at.exception and len(at.get("vega_lite_chart")) > 0
 os.remove(os.environ["SPECTUNE_DB"])
 t2 = time.perf_counter()
-from ingest import store
+from ingest import open_store
 from analysis.winners import winners
-with store.session() as con:
+with open_store.session() as con:
     n = len(winners(con)["cells"])
 t3 = time.perf_counter()
 print(json.dumps({{"apptest_s": t1 - t0, "built": built, "ok": ok, "connect_winners_s": t3 - t2, "groups": n}}))

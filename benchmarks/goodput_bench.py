@@ -44,7 +44,7 @@ def _winners(db: Path, slo: tuple[float, float]):
 
 
 def _cli_run(db: Path) -> tuple[float, float]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECTUNE_CACHE": "off"}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "analysis", "winners", "--metric", "goodput", "--db", str(db),
                              "--json"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

@@ -31,14 +31,14 @@ def measure(trace: str, repeats: int, db: str | None) -> dict:
     from analysis.rescore import core
     from analysis.rescore.matrix import load_matrices
     from analysis.rescore.trace import bucketize
-    from ingest import store
+    from ingest import open_store
 
     frame = pl.read_parquet(trace)
     if frame.schema.get("timestamp") is not None and frame.schema["timestamp"].is_temporal():
         frame = frame.with_columns(pl.col("timestamp").dt.epoch("us").cast(pl.Float64).truediv(1e6)
                                    .alias("timestamp_s"))
     buckets = bucketize(frame)
-    with store.connect(Path(db) if db else None, read_only=db is not None) as con:
+    with open_store.connect(Path(db) if db else None, read_only=db is not None) as con:
         matrices = load_matrices(con)
         takes_matrices = "matrices" in inspect.signature(core.rescore).parameters
         cpu, wall, doc = [], [], None
@@ -62,7 +62,7 @@ def _run(tree: Path, trace: str, repeats: int, db: str | None) -> dict:
     if db:
         argv += ["--db", db]
     res = subprocess.run(argv, cwd=tree, capture_output=True, text=True, timeout=3600,
-                         env={**os.environ, "PYTHONPATH": str(tree), "SPECTUNE_CACHE": "off"})
+                         env={**os.environ, "PYTHONPATH": str(tree)})
     if res.returncode != 0:
         raise RuntimeError(f"{tree}: exited {res.returncode}: {res.stderr[-800:]}")
     return json.loads(res.stdout)

@@ -61,7 +61,7 @@ _WRAPPER = ("import atexit, runpy, sys\n"
 
 def _run(tree: Path, path: Path, db: Path) -> tuple[float, float, dict]:
     """(wall s, peak RSS MB, the JSON report) of one import run from ``tree``."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "SPECTUNE_CACHE": "off"}
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     with tempfile.TemporaryFile() as err_file:
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", _WRAPPER, "results", str(path), "--db", str(db), "--json"],

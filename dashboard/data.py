@@ -20,9 +20,18 @@ import polars as pl
 import streamlit as st
 
 from analysis import drilldown, explore, frames, gpu_compare, load, pareto, provenance, published, winners
+from analysis import glance as glance_
 from analysis.cellvalues import Slo
+from analysis.production import frames as production_frames_
+from analysis.production import load as production_load
+from analysis.production import request_load
+from analysis.production.ab import ABOptions
+from analysis.production.report import ProductionQuery, ab_report, production_report
+from analysis.production.request_segments import SegmentQuery, segments_frame, segments_report, windows_frame
+from analysis.schedule import schedules
 from dashboard import first_start
-from ingest import store, storestamp
+from ingest import open_store, storestamp
+from ingest.errors import UsageError
 
 TTL_S = 600
 
@@ -33,7 +42,7 @@ class StoreReader:
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        con = store.connect(self.path, read_only=True)
+        con = open_store.connect(self.path, read_only=True)
         try:
             yield con
         finally:
@@ -52,7 +61,7 @@ def db_path() -> str:
 @st.cache_resource(show_spinner="Opening the results store (first start builds it from data/, ~10 s)…")
 def _reader(path: str) -> StoreReader:
     if not Path(path).exists():  # the default store is built from the embedded data on first use
-        store.connect(path, read_only=False).close()
+        open_store.connect(path, read_only=False).close()
     return StoreReader(path)
 
 
@@ -84,39 +93,29 @@ def winners_doc(path: str, st_: tuple, metric: str, f: frames.Filters, slo: Slo,
 
 def split_published(doc: dict) -> tuple[dict, dict]:
     """analysis.glance.split_published: the published groups and the rest (simulated or measured)."""
-    from analysis.glance import split_published as split
-
-    return split(doc)
+    return glance_.split_published(doc)
 
 
 def published_winners(doc: dict) -> dict:
     """analysis.glance.published: the published winner per model × dataset, with its source."""
-    from analysis.glance import published as answer
-
-    return answer(doc)
+    return glance_.published(doc)
 
 
 def glance(doc: dict) -> dict:
     """analysis.glance's one-sentence summary of a winners document (the CLI's ``summary``). Not cached: the
     summary takes under a millisecond, hashing the document for a cache key ~0.1 s."""
-    from analysis.glance import summary
-
-    return summary(doc)
+    return glance_.summary(doc)
 
 
 def lead_answer(published: dict, rest: dict) -> str:
     """analysis.glance's opening answer over the published figures and the other cells (not cached, as glance)."""
-    from analysis.glance import lead
-
-    return lead(published, rest)
+    return glance_.lead(published, rest)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def schedules_doc(path: str, st_: tuple, metric: str, f: frames.Filters, draft_models: tuple[tuple[str, str], ...] = ()
                   ) -> dict:
     """analysis.schedule's document (depth schedule per batch size vs the best static depth, with commands)."""
-    from analysis.schedule import schedules
-
     with _reader(path).connection() as con:
         return schedules(con, metric, f, draft_models=dict(draft_models))
 
@@ -216,26 +215,18 @@ def break_even(s: pl.DataFrame) -> pl.DataFrame:
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def production_segments(path: str, st_: tuple) -> list[str]:
-    from analysis.production import load as production_load
-
     with _reader(path).connection() as con:
         return production_load.segment_names(con)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner="Re-scoring the segment with its production acceptance…")
 def production_doc(path: str, st_: tuple, segment: str, window_s: float) -> dict:
-    from analysis.production.report import ProductionQuery, production_report
-
     with _reader(path).connection() as con:
         return production_report(con, ProductionQuery(segments=(segment,), window_s=window_s))
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def production_ab(path: str, st_: tuple, segment: str, metric: str, block_s: float = 60.0) -> dict | None:
-    from analysis.production.ab import ABOptions
-    from analysis.production.report import ab_report
-    from ingest.errors import UsageError
-
     with _reader(path).connection() as con:
         try:
             return ab_report(con, (segment,), None, None, None, None, ABOptions(metric=metric, block_s=block_s))
@@ -244,38 +235,28 @@ def production_ab(path: str, st_: tuple, segment: str, metric: str, block_s: flo
 
 
 def production_frames(doc: dict) -> dict[str, pl.DataFrame]:
-    from analysis.production import frames as production_frames_
-
     return {"windows": production_frames_.windows(doc), "positions": production_frames_.positions(doc),
             "annotations": production_frames_.annotations(doc),
             "recommendations": production_frames_.recommendations(doc)}
 
 
 def ab_frame(doc: dict) -> pl.DataFrame:
-    from analysis.production.frames import ab_arms
-
-    return ab_arms(doc)
+    return production_frames_.ab_arms(doc)
 
 
 # ---- acceptance by segment inside one deployment (ingest requests → analysis.production.request_segments) ----
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def request_label_keys(path: str, st_: tuple) -> list[str]:
-    from analysis.production import request_load
-
     with _reader(path).connection() as con:
         return request_load.label_keys(con)
 
 
 @st.cache_data(ttl=TTL_S, show_spinner="Re-scoring each segment with its acceptance from requests…")
 def request_segments_doc(path: str, st_: tuple, by: str, window_s: float) -> dict:
-    from analysis.production.request_segments import SegmentQuery, segments_report
-
     with _reader(path).connection() as con:
         return segments_report(con, SegmentQuery(by=by, window_s=window_s))
 
 
 def request_segment_frames(doc: dict) -> dict[str, pl.DataFrame]:
-    from analysis.production.request_segments import segments_frame, windows_frame
-
     return {"segments": segments_frame(doc), "windows": windows_frame(doc)}

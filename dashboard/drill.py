@@ -21,7 +21,7 @@ from analysis.drilldown import Group, suspects
 from analysis.frames import Filters
 from analysis.labels import group_label, load
 from analysis.schedule import schedule_table
-from dashboard import charts, data, export, md, state, widgets
+from dashboard import charts, data, export, interactive, md, state, widgets
 from dashboard.state import Param
 
 LATENCY_COLS = ("e2e_ms", "ttft_ms", "tpot_ms")
@@ -146,7 +146,8 @@ def panel(page: str, doc: dict, ps: list[Param], concurrency: int | None, metric
         export.buttons(partial(charts.exported, "positions", *args, title=f"{args[2]} · {where}", simulated=sim),
                        None, name + "_conditional", f"{page}.drill.cond")
     lat = st.session_state.get(f"{page}.dlat") or "e2e_ms"
-    charts.show("latency", samples, lat, key=f"{page}.drill.lat")
+    # interactive (Plotly): zoom into a long tail; the exported figure is the Altair one
+    interactive.show(interactive.latency_figure(samples, lat, sim), key=f"{page}.drill.lat")
     lat_title = f"Request {lat.replace('_ms', '').upper()} distribution · {where}"
     export.buttons(partial(charts.exported, "latency", samples, lat, title=lat_title, simulated=sim), samples,
                    name + f"_{lat}", f"{page}.drill.lat")

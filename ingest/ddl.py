@@ -4,7 +4,7 @@ change (tests/ingest/test_store.py fails while this is stale).
 The store's DDL (DuckDB dialect), column lists and version as plain data, so opening the store never imports
 SQLAlchemy."""
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     'meta': (
@@ -254,6 +254,40 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'draft_tokens',
         'accepted_tokens',
         'acceptance_histogram',
+    ),
+    'derived': (
+        'name',
+        'data_stamp',
+        'code_version',
+        'computed_at',
+        'body',
+    ),
+    'derived_matrices': (
+        'family',
+        'gpu',
+        'replicates',
+        'models',
+        'tensor_parallel_size',
+        'draft_models',
+        'speculative_extras',
+    ),
+    'derived_matrix_cells': (
+        'family',
+        'gpu',
+        'method',
+        'depth',
+        'workload',
+        'concurrency',
+        'in_mean',
+        'tau',
+        'backend',
+        'cell_id',
+        'provenance',
+        'ttft',
+        'tpot',
+        'out',
+        'thr_ratio',
+        'p99_ratio',
     ),
 }
 
@@ -507,6 +541,40 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'accepted_tokens': 'INTEGER',
         'acceptance_histogram': 'INTEGER[]',
     },
+    'derived': {
+        'name': 'VARCHAR',
+        'data_stamp': 'VARCHAR',
+        'code_version': 'INTEGER',
+        'computed_at': 'TIMESTAMP WITHOUT TIME ZONE',
+        'body': 'VARCHAR',
+    },
+    'derived_matrices': {
+        'family': 'VARCHAR',
+        'gpu': 'VARCHAR',
+        'replicates': 'INTEGER',
+        'models': 'VARCHAR',
+        'tensor_parallel_size': 'INTEGER',
+        'draft_models': 'VARCHAR',
+        'speculative_extras': 'VARCHAR',
+    },
+    'derived_matrix_cells': {
+        'family': 'VARCHAR',
+        'gpu': 'VARCHAR',
+        'method': 'VARCHAR',
+        'depth': 'INTEGER',
+        'workload': 'VARCHAR',
+        'concurrency': 'INTEGER',
+        'in_mean': 'DOUBLE PRECISION',
+        'tau': 'DOUBLE PRECISION',
+        'backend': 'VARCHAR',
+        'cell_id': 'VARCHAR',
+        'provenance': 'VARCHAR',
+        'ttft': 'BLOB',
+        'tpot': 'BLOB',
+        'out': 'BLOB',
+        'thr_ratio': 'BLOB',
+        'p99_ratio': 'BLOB',
+    },
 }
 
 DDL: tuple[str, ...] = (
@@ -596,6 +664,49 @@ DDL: tuple[str, ...] = (
         '\tsource_url VARCHAR, \n'
         '\tspeculative_extra VARCHAR, \n'
         '\tPRIMARY KEY (run_id, cell_id)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS derived (\n'
+        '\tname VARCHAR NOT NULL, \n'
+        '\tdata_stamp VARCHAR NOT NULL, \n'
+        '\tcode_version INTEGER NOT NULL, \n'
+        '\tcomputed_at TIMESTAMP WITHOUT TIME ZONE, \n'
+        '\tbody VARCHAR, \n'
+        '\tPRIMARY KEY (name)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS derived_matrices (\n'
+        '\tfamily VARCHAR NOT NULL, \n'
+        '\tgpu VARCHAR NOT NULL, \n'
+        '\treplicates INTEGER, \n'
+        '\tmodels VARCHAR, \n'
+        '\ttensor_parallel_size INTEGER, \n'
+        '\tdraft_models VARCHAR, \n'
+        '\tspeculative_extras VARCHAR, \n'
+        '\tPRIMARY KEY (family, gpu)\n'
+        ')'
+    ),
+    (
+        'CREATE TABLE IF NOT EXISTS derived_matrix_cells (\n'
+        '\tfamily VARCHAR NOT NULL, \n'
+        '\tgpu VARCHAR NOT NULL, \n'
+        '\tmethod VARCHAR NOT NULL, \n'
+        '\tdepth INTEGER NOT NULL, \n'
+        '\tworkload VARCHAR NOT NULL, \n'
+        '\tconcurrency INTEGER NOT NULL, \n'
+        '\tin_mean DOUBLE PRECISION, \n'
+        '\ttau DOUBLE PRECISION, \n'
+        '\tbackend VARCHAR, \n'
+        '\tcell_id VARCHAR, \n'
+        '\tprovenance VARCHAR, \n'
+        '\tttft BLOB, \n'
+        '\ttpot BLOB, \n'
+        '\tout BLOB, \n'
+        '\tthr_ratio BLOB, \n'
+        '\tp99_ratio BLOB, \n'
+        '\tPRIMARY KEY (family, gpu, method, depth, workload, concurrency)\n'
         ')'
     ),
     (

@@ -8,11 +8,14 @@ it at once; each step is reported as it starts (a CLI shows it on stderr, the da
 ``scripts/build_default_data.py`` regenerates the Parquet.
 
 When the Parquet changes later (a ``git pull``, a regeneration), :func:`refresh_if_stale` replaces the default
-runs in the existing store and keeps every other run a user landed there. The check on every open is cheap: a
-sidecar file (``<store>.default-stamp``) holds the files' sizes and mtimes; only when they differ is the
-content hashed and compared with the hash the store recorded (meta ``default_data_sha256``). The stamp and the lock
-are made and read through ingest/safefile.py: a link, FIFO or device at their names is never followed or read (a bad
-stamp is ignored with one warning; a bad lock is an error, since two builds must not race).
+runs in the existing store and keeps every other run a user landed there. The check on every open is cheap
+(ingest/default_stamp.py, called by ingest/open_store.py, which imports this module only when the default store is
+missing or its stamp differs): a sidecar file (``<store>.default-stamp``) holds the files' sizes and mtimes; only
+when they differ is the content hashed and compared with the hash the store recorded (meta
+``default_data_sha256``). The stamp and the lock are made and read through ingest/safefile.py: a link, FIFO or
+device at their names is never followed or read (a bad stamp is ignored with one warning; a bad lock is an error,
+since two builds must not race). The published folders are landed here (:func:`import_published`) through the same
+result readers and landing as ``python -m ingest results FOLDER``.
 """
 
 from __future__ import annotations
@@ -29,27 +32,17 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
-from ingest import ddl, paths, published_default, safefile, sql, store
+from ingest import ddl, default_stamp, published_default, safefile, sql, store
+from ingest.default_stamp import DEFAULT_DIR, TABLES
 from ingest.errors import UsageError
+from ingest.results import read_files
+from ingest.results.land import land
+from ingest.results.published_cells import folder_files
 
-DEFAULT_DIR = paths.DATA_DIR / "default"
-TABLES = ("runs", "cells", "positions", "requests", "model_draws")
 HASH_KEY = "default_data_sha256"
-
-
-def files_stamp(folder: Path = DEFAULT_DIR) -> str:
-    """Names, sizes and mtimes of the default Parquet files: changes whenever a file is rewritten."""
-    parts = []
-    for name in TABLES:
-        try:
-            st = (folder / f"{name}.parquet").stat()
-        except OSError:
-            continue
-        parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
-    parts += published_default.stamp_parts()  # the shipped published tables are default data too
-    return " ".join(parts)
 
 
 def content_hash(folder: Path = DEFAULT_DIR) -> str:
@@ -63,44 +56,27 @@ def content_hash(folder: Path = DEFAULT_DIR) -> str:
     return h.hexdigest()
 
 
-def stamp_path(path: Path) -> Path:
-    return path.with_name(path.name + ".default-stamp")
-
-
-STAMP_MAX_BYTES = 4096  # a stamp is five "name:size:mtime" words; anything bigger is not ours
-
-
-def _write_stamp(path: Path, stamp: str) -> None:
-    # ingest/safefile.py: a link, FIFO or device at the name is left alone (said once); a read-only folder is
-    # silent. Either way the content check runs again next time, nothing worse.
-    safefile.write_sidecar(stamp_path(path), stamp.encode())
-
-
-def _read_stamp(path: Path) -> str | None:
-    raw = safefile.read_sidecar(stamp_path(path), STAMP_MAX_BYTES)
-    return raw.decode("utf-8", "replace") if raw is not None else None
-
-
 def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
     """Replace the default runs of the store at ``path`` when the default Parquet changed since it was built.
 
     Only a store that holds the default runs (or records their hash) is touched; other runs stay. Returns
     True when the store was refreshed."""
-    folder = DEFAULT_DIR if folder is None else folder
-    stamp = files_stamp(folder)
-    if _read_stamp(path) == stamp:
+    folder = default_stamp.DEFAULT_DIR if folder is None else folder
+    stamp = default_stamp.files_stamp(folder)
+    if default_stamp.read_stamp(path) == stamp:
         return False
     digest = content_hash(folder)
     default_runs = pl.read_parquet(folder / "runs.parquet")["run_id"].to_list() if (
         folder / "runs.parquet").exists() else []
     try:
-        with contextlib.closing(store.connect(path, read_only=True, refresh_default=False, wait_s=2.0)) as ro:
+        with contextlib.closing(store.connect(path, read_only=True, wait_s=2.0)) as ro:
             recorded = sql.one(ro, "SELECT value FROM meta WHERE key = ?", [HASH_KEY])
             held = sql.one(ro, "SELECT count(*) FROM runs WHERE run_id IN (SELECT unnest(?))", [default_runs])[0]
         if (recorded and recorded[0] == digest) or (not recorded and not held):
-            _write_stamp(path, stamp)  # unchanged, or not a store built from the default data: never ours to change
+            # unchanged, or not a store built from the default data: never ours to change
+            default_stamp.write_stamp(path, stamp)
             return False
-        con = store.connect(path, read_only=False, refresh_default=False, wait_s=2.0)
+        con = store.connect(path, read_only=False, wait_s=2.0)
     except store.StoreLockedError:
         print(f"note: the embedded default data may have changed, but {path} is open in another process; its "
               "default runs are checked again on the next start", file=sys.stderr)
@@ -114,17 +90,31 @@ def refresh_if_stale(path: Path, folder: Path | None = None) -> bool:
         tables = read_default_tables(folder)
         if tables:
             store.write_tables_bulk(con, tables)
-        published_default.import_into(con)
+        import_published(con)
         con.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     [HASH_KEY, digest])
         con.execute("CHECKPOINT")
     finally:
         con.close()
         store.clear_holder(path)
-    _write_stamp(path, stamp)
+    default_stamp.write_stamp(path, stamp)
     print(f"note: the embedded default data changed; refreshed its runs in {path} (other runs kept)",
           file=sys.stderr)
     return True
+
+
+def published_folders(root: Path | None = None) -> list[Path]:
+    """The shipped source folders (each holds a cells table), in name order."""
+    root = published_default.PUBLISHED_DIR if root is None else root
+    return sorted(p for p in root.iterdir() if p.is_dir() and folder_files(p)) if root.is_dir() else []
+
+
+def import_published(con: duckdb.DuckDBPyConnection, root: Path | None = None) -> int:
+    """Land every shipped folder in the open store (a file already there adds nothing); returns cells added."""
+    dirs = published_folders(root)
+    if not dirs:
+        return 0
+    return sum(r["rows"] for r in land(con, read_files(dirs)))
 
 
 def _compact_requests(requests: pl.DataFrame) -> pl.DataFrame:
@@ -191,7 +181,7 @@ def build_default_db(path: Path, folder: Path = DEFAULT_DIR, *, progress: Progre
                 if tables:
                     store.write_tables_bulk(con, tables)
                 say(3, BUILD_STEPS, "importing the published cells (data/published/) and checkpointing the store")
-                published_default.import_into(con)  # the published cells beside the simulated matrix
+                import_published(con)  # the published cells beside the simulated matrix
                 con.execute("INSERT INTO meta VALUES (?, ?)", [HASH_KEY, content_hash(folder)])
                 con.execute("CHECKPOINT")
             finally:
@@ -199,7 +189,7 @@ def build_default_db(path: Path, folder: Path = DEFAULT_DIR, *, progress: Progre
             os.replace(tmp, path)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        _write_stamp(path, files_stamp(folder))
+        default_stamp.write_stamp(path, default_stamp.files_stamp(folder))
         say(4, BUILD_STEPS, f"default store ready: {path}")
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)

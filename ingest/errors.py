@@ -10,6 +10,8 @@ Every reader (traces, result files, matrix files) raises :class:`InputError` nam
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -54,3 +56,10 @@ def store_failure(exc: BaseException, db: str | Path) -> UsageError | None:
                           f"limit); this write was rolled back; free some space or use another --db "
                           f"({reason[:200]})")
     return UsageError(f"{_printable(str(db))}: the store cannot be used (damaged or not spectune's?): {reason[:300]}")
+
+
+def did_you_mean(word: str, options: Sequence[str]) -> str:
+    """``; did you mean 'x'?`` for the closest of ``options`` (case-insensitive), else ''."""
+    lowered = {o.lower(): o for o in options}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    return f"; did you mean {lowered[close[0]]!r}?" if close else ""

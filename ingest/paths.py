@@ -4,13 +4,16 @@ In a checkout the packages sit next to ``data/`` and ``.streamlit/``; an install
 folders as ``spectune/data`` and ``spectune/streamlit`` beside the packages in site-packages. The default store
 is ``data/spectune.duckdb`` in a checkout (as the README says) and, installed, a per-user file
 (``$XDG_DATA_HOME/spectune/spectune.duckdb``, i.e. ``~/.local/share/spectune``) rather than site-packages.
-``$SPECTUNE_DB`` overrides both (ingest.store).
+The ``db`` setting (ingest.settings, docs/settings.md) overrides both.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from ingest import settings as settings_mod
+from ingest.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout, or site-packages
 INSTALLED = not (ROOT / "data" / "sim_params.toml").is_file() and (ROOT / "spectune" / "data").is_dir()
@@ -27,18 +30,25 @@ def user_data_dir() -> Path:
 DEFAULT_DB = user_data_dir() / "spectune.duckdb" if INSTALLED else DATA_DIR / "spectune.duckdb"
 
 
-def default_db_path() -> Path:
-    """The store a command opens without ``--db``: ``$SPECTUNE_DB``, else :data:`DEFAULT_DB`."""
-    env = os.environ.get("SPECTUNE_DB")
-    return Path(env) if env else DEFAULT_DB
+def default_db_path(settings: settings_mod.Settings | None = None) -> Path:
+    """The store a command opens without ``--db``: the ``db`` setting (default: this process's), else
+    :data:`DEFAULT_DB`."""
+    s = settings if settings is not None else settings_mod.load()
+    return s.db if s.db is not None else DEFAULT_DB
 
 
 def announce_first_start(db: Path | None) -> None:
     """Say on stderr, before the heavy imports, that the default store is about to be built (a first start takes
     seconds; ingest/default_data.py then reports each step). Nothing when ``--db`` is given or the store exists."""
-    if db is not None or os.path.lexists(default_db_path()):
+    if db is not None:
+        return
+    try:
+        target = default_db_path()
+    except UsageError:  # a bad setting: the command itself says so, in one line
+        return
+    if os.path.lexists(target):
         return
     import sys
 
-    print(f"first start: building the default store {default_db_path()} from the embedded data "
+    print(f"first start: building the default store {target} from the embedded data "
           "(about 10 s, once)…", file=sys.stderr, flush=True)

@@ -1,11 +1,13 @@
-"""The published cells the default store ships beside the simulated matrix (data/published/<source>/ folders).
+"""The published cells the default store ships beside the simulated matrix (data/published/<source>/ folders):
+where they are, their files' stamp and hash, and which runs of a store came from them.
 
 Each folder under ``data/published/`` is a published per-cell table with its per-position file (the shape
 :mod:`ingest.results.published_cells` reads, e.g. vLLM's AMD speculative-decoding post). Building the default
 store imports every folder through the same reader and landing as ``python -m ingest results FOLDER`` — backend
 ``import``, the source URL on every cell, load not stated where the post gives none — so the landing page and
-``analysis winners --backend import`` show real, published numbers next to the simulated ones. Called by
-:mod:`ingest.default_data` when it builds or refreshes the default store.
+``analysis winners --backend import`` show real, published numbers next to the simulated ones. The landing itself
+is :func:`ingest.default_data.import_published` (it needs the result readers; this module is read on every open of
+the default store, through ingest/default_stamp.py, and imports none of them).
 """
 
 from __future__ import annotations
@@ -19,14 +21,6 @@ from ingest import paths
 
 PUBLISHED_DIR = paths.DATA_DIR / "published"
 IMPORTERS = ("published_cells", "published_positions")
-
-
-def folders(root: Path | None = None) -> list[Path]:
-    """The shipped source folders (each holds a cells table), in name order."""
-    from ingest.results.published_cells import folder_files
-
-    root = PUBLISHED_DIR if root is None else root
-    return sorted(p for p in root.iterdir() if p.is_dir() and folder_files(p)) if root.is_dir() else []
 
 
 def files(root: Path | None = None) -> list[Path]:
@@ -47,17 +41,6 @@ def run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
     rows = con.execute("SELECT run_id FROM runs WHERE backend = 'import' AND importer IN (SELECT unnest(?)) "
                        "AND replace(source, '\\', '/') LIKE '%/data/published/%'", [list(IMPORTERS)]).fetchall()
     return [r[0] for r in rows]
-
-
-def import_into(con: duckdb.DuckDBPyConnection, root: Path | None = None) -> int:
-    """Land every shipped folder in the open store (a file already there adds nothing); returns cells added."""
-    from ingest.results import read_files
-    from ingest.results.land import land
-
-    dirs = folders(root)
-    if not dirs:
-        return 0
-    return sum(r["rows"] for r in land(con, read_files(dirs)))
 
 
 def stamp_parts(root: Path | None = None) -> list[str]:

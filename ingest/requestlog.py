@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from ingest import caps
 from ingest.errors import InputError
-from ingest.filecheck import regular_file_size
+from ingest.filechecks import GZIP_MAGIC, head_bytes, regular_file_size
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a detailed-level response carries per-step lists: long, never this long
 MAX_LABELS = 64
@@ -173,8 +173,7 @@ def _check_spec(spec: dict, path: Path, line: int) -> None:
 
 
 def _open(path: Path) -> IO[bytes]:
-    with path.open("rb") as fh:
-        gz = fh.read(2) == b"\x1f\x8b"
+    gz = head_bytes(path, 2) == GZIP_MAGIC
     return gzip.open(path, "rb") if gz else path.open("rb")
 
 

@@ -1,9 +1,8 @@
-"""The small files spectune keeps beside a store or in a cache folder: made, read and removed without touching
-anything else.
+"""The small files spectune keeps beside a store: made, read and removed without touching anything else.
 
 Owns every file the product creates next to a store (``<store>.holder``, ``<store>.default-stamp``, the build's
-``<store>.lock``) and every entry of its caches (analysis/cli/answer_cache.py, analysis/cli/matrix_cache.py). The
-rules, for a folder anyone may have put things into:
+``<store>.lock``; derived answers live in the store itself: analysis/derived.py). The rules, for a folder anyone
+may have put things into:
 
 - **Writing** never follows a link and never writes into an existing file: the bytes go to a fresh temp name in
   the same folder (``O_CREAT|O_EXCL|O_NOFOLLOW``), which then replaces the name atomically (``os.replace``). A
@@ -13,8 +12,6 @@ rules, for a folder anyone may have put things into:
   one), non-blocking (a FIFO never waits for a writer), checks what it opened with ``fstat`` and reads at most a
   stated number of bytes (``/dev/zero`` or a huge file is refused, not read).
 - **Removing** takes only a regular file whose content the caller recognises as its own.
-- **Cache folders** are used only when they are real folders (not links) owned by the current user and not
-  writable by group or others; everything in them is then reached relative to the open folder.
 
 A sidecar that breaks these rules is treated as absent: the command goes on and says so once on stderr
 (``warning: <path>: …; ignored``). docs/reliability.md states this choice.
@@ -238,49 +235,3 @@ def _head(name: str, dir_fd: int | None, limit: int) -> bytes | None:
         return os.read(fd, limit)
     finally:
         os.close(fd)
-
-
-def open_private_dir(path: Path, *, create: bool) -> int | None:
-    """An open descriptor of a cache folder that is safe to keep files in, or None (said once on stderr when
-    the folder exists but is not safe). Safe: a real folder (not a link), owned by the current user, not
-    writable by group or others. ``create`` makes a missing one (mode 0700)."""
-    if create:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-        except OSError:
-            return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        why = "is a symbolic link" if path.is_symlink() else (exc.strerror or "cannot be opened")
-        warn_once(path, f"cache folder {why}; the cache is off")
-        return None
-    st = os.fstat(fd)
-    why = None
-    if st.st_uid != os.getuid():
-        why = f"cache folder is owned by another user (uid {st.st_uid})"
-    elif st.st_mode & 0o022:
-        why = "cache folder is writable by group or others"
-    if why:
-        os.close(fd)
-        warn_once(path, f"{why}; the cache is off")
-        return None
-    return fd
-
-
-def entry_stats(dir_fd: int, names: list[str]) -> list[tuple[int, str]]:
-    """(mtime_ns, name) of the names that are regular files of the current user (not links), for pruning."""
-    out = []
-    for name in names:
-        try:
-            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
-            out.append((st.st_mtime_ns, name))
-    return sorted(out)

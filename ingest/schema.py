@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sqlalchemy import (
     ARRAY,
+    BLOB,
     JSON,
     BigInteger,
     Boolean,
@@ -29,7 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 metadata = MetaData()
 
 meta = Table(
@@ -330,6 +331,48 @@ request_log_rows = Table(
     Column("draft_tokens", Integer),  # num_draft_tokens
     Column("accepted_tokens", Integer),  # num_accepted_draft_tokens
     Column("acceptance_histogram", ARRAY(Integer).with_variant(JSON(), "sqlite")),  # [j] = steps accepting j
+)
+
+# ---- derived data (analysis/derived.py): what answers need, computed when data lands, never exported ----
+# Each item carries the data stamp of the store it was computed from (analysis/derived_read.py: a fingerprint of the
+# input tables' rows, taken in the same transaction) and the code version that computed it; a reader uses it
+# only when both are current, else computes live. v6.
+derived = Table(
+    "derived", metadata,
+    Column("name", String, primary_key=True),  # winners (the default --json document) | matrices
+    Column("data_stamp", String, nullable=False),
+    Column("code_version", Integer, nullable=False, autoincrement=False),
+    Column("computed_at", DateTime),
+    Column("body", String),  # winners: the JSON document as printed; NULL when there is none (no cells)
+)
+
+# The re-scoring matrices (analysis/rescore/matrix.py load_matrices, unfiltered) as rows: valid while the
+# ``matrices`` row of ``derived`` is current. Samples are little-endian float64 arrays (numpy '<f8') as BLOBs.
+derived_matrices = Table(
+    "derived_matrices", metadata,
+    Column("family", String, primary_key=True),
+    Column("gpu", String, primary_key=True),
+    Column("replicates", Integer),
+    Column("models", String),  # JSON {model: cells}
+    Column("tensor_parallel_size", Integer),
+    Column("draft_models", String),  # JSON {method: drafter}
+    Column("speculative_extras", String),  # JSON {method: {key: value}}
+)
+
+derived_matrix_cells = Table(
+    "derived_matrix_cells", metadata,
+    Column("family", String, primary_key=True),
+    Column("gpu", String, primary_key=True),
+    Column("method", String, primary_key=True),
+    Column("depth", Integer, primary_key=True, autoincrement=False),
+    Column("workload", String, primary_key=True),
+    Column("concurrency", Integer, primary_key=True, autoincrement=False),
+    Column("in_mean", Double),
+    Column("tau", Double),
+    Column("backend", String),
+    Column("cell_id", String),
+    Column("provenance", String),
+    *[Column(a, BLOB) for a in ("ttft", "tpot", "out", "thr_ratio", "p99_ratio")],
 )
 
 ORIGINS: tuple[str, ...] = ("measured", "predicted", "confirmed")  # cells.origin (runner/factorized)

@@ -33,6 +33,7 @@ import numpy as np
 import polars as pl
 
 from ingest import cellstats, ddl, goodput, paths, safefile, sql, steady
+from ingest import settings as settings_mod
 from ingest.bulk import bootstrap_frames, keep_cells, segments, steady_columns  # noqa: F401 (re-exported)
 from ingest.errors import UsageError
 from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
@@ -40,7 +41,7 @@ from ingest.records import CellKey, RunInfo, SpecCounters, conform_requests
 REPO_ROOT = paths.ROOT
 DEFAULT_DB = paths.DEFAULT_DB
 default_db_path = paths.default_db_path
-LOCK_WAIT_S = 60.0
+LOCK_WAIT_S = settings_mod.LOCK_TIMEOUT.default
 
 
 class StoreError(UsageError):
@@ -56,25 +57,17 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-LOCK_ENV = "SPECTUNE_LOCK_TIMEOUT"  # seconds a command waits for a store another process holds
+LOCK_ENV = settings_mod.LOCK_TIMEOUT.env  # seconds a command waits for a store another process holds
 
 
 class StoreLockedError(UsageError):
     """Another process held the store for longer than the lock timeout."""
 
 
-def lock_timeout_s() -> float:
-    """The lock wait: ``$SPECTUNE_LOCK_TIMEOUT`` seconds (0 = do not wait), else :data:`LOCK_WAIT_S`."""
-    raw = os.environ.get(LOCK_ENV, "").strip()
-    if not raw:
-        return LOCK_WAIT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 86_400:
-        raise UsageError(f"{LOCK_ENV}={raw!r}: expected a number of seconds in [0, 86400]")
-    return value
+def lock_timeout_s(settings: settings_mod.Settings | None = None) -> float:
+    """The lock wait in seconds (0 = do not wait): the ``lock_timeout_s`` setting (``$SPECTUNE_LOCK_TIMEOUT``;
+    default: this process's settings), whose default is :data:`LOCK_WAIT_S`."""
+    return (settings if settings is not None else settings_mod.load()).lock_timeout_s
 
 
 HOLDER_MAX_BYTES = 4096  # a holder record is ~100 bytes; anything bigger is not ours
@@ -435,24 +428,12 @@ def _open_reader(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
 
 def connect(
     db: str | Path | None = None, *, read_only: bool = False, wait_s: float | None = None,
-    refresh_default: bool = True,
 ) -> duckdb.DuckDBPyConnection:
-    """Open the store (building the embedded default data on first use of the default path, and refreshing
-    its default runs when that data changed since: ingest/default_data.py)."""
+    """Open the store at ``db`` (None: the default path) as it is. Commands open through ingest/open_store.py,
+    which builds or refreshes the embedded default data first when ``db`` is the default store."""
     path = Path(db) if db else default_db_path()
-    is_default = path.resolve() in (default_db_path().resolve(), DEFAULT_DB.resolve())
-    if is_default and path.exists() and refresh_default:
-        from ingest.default_data import refresh_if_stale
-
-        refresh_if_stale(path)
-    if not path.exists():
-        if is_default:
-            from ingest.default_data import build_default_db, stderr_progress
-
-            with stderr_progress(path) as progress:
-                build_default_db(path, progress=progress)
-        elif read_only:
-            raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
+    if not path.exists() and read_only:
+        raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
     if not path.parent.exists():
         raise UsageError(f"{path}: parent folder does not exist")
     wait = lock_timeout_s() if wait_s is None else wait_s

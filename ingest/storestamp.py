@@ -1,5 +1,6 @@
-"""A store's content stamp: what keys every answer derived from a store (the answer and matrix caches, the
-dashboard's query cache), read in well under a millisecond without importing DuckDB.
+"""A store's content stamp: what keys the dashboard's query cache (answers it derived from a store), read in well
+under a millisecond without importing DuckDB. (Derived data kept in the store carries a stamp of the store's rows
+instead: analysis/derived_read.py.)
 
 A stamp changes whenever the store's content can have changed, including the cases file times miss:
 

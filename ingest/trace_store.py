@@ -18,7 +18,10 @@ import polars as pl
 
 from ingest import store
 from ingest.traces import TraceFrame
+from ingest.traces.csvread import read_header
+from ingest.traces.limits import DEFAULT_LIMITS
 from ingest.traces.schema import UNKNOWN_WORKLOAD
+from ingest.traces.source import open_source
 
 ID_CHARS = 16
 
@@ -54,10 +57,6 @@ def peek_columns(path: str | Path) -> list[str]:
     The file goes through the readers' safety pre-scan first (size caps, binary junk, encodings), so a
     hostile upload fails here with the same one-line InputError as when it is read.
     """
-    from ingest.traces.csvread import read_header
-    from ingest.traces.limits import DEFAULT_LIMITS
-    from ingest.traces.source import open_source
-
     with open_source(path, DEFAULT_LIMITS) as src:
         if src.is_parquet:
             try:

@@ -15,65 +15,20 @@ adaptive stopping would need for every sampled cell to reach the same target wid
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from analysis import costmodel, params
 from ingest import cellstats
-from ingest.errors import InputError
-
-if TYPE_CHECKING:
-    from runner.matrix import Matrix
+from runner.matrix import AdaptiveSpec, Matrix
+from runner.simulate import simulate_cell
 
 METRICS: tuple[str, ...] = ("output_throughput", "p99_e2e_ms")
 # Below this a "p99" is the sample maximum, whose bootstrap interval is spuriously narrow: never stop there.
 MIN_TAIL_REQUESTS = 100
 SAMPLE_CELLS = 36  # enough to cover loads × workloads × families of a large matrix; plan stays seconds
-
-
-@dataclass(frozen=True, slots=True)
-class AdaptiveSpec:
-    target_rel_width: float  # full 95 % interval width / point estimate (0.1 = ±5 %)
-    min_requests: int = 40
-    max_requests: int = 400
-    batch: int = 20  # requests added between checks
-
-    def grid(self) -> list[int]:
-        """The request counts at which a cell checks its intervals."""
-        out = list(range(self.min_requests, self.max_requests, self.batch))
-        return [*out, self.max_requests]
-
-    def as_dict(self) -> dict[str, float | int]:
-        return {"target_rel_width": self.target_rel_width, "min_requests": self.min_requests,
-                "max_requests": self.max_requests, "batch": self.batch}
-
-
-def parse_adaptive(raw: Any, path: Path) -> AdaptiveSpec | None:
-    """Validate the matrix's ``[adaptive]`` table (absent → None)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise InputError(path, 0, "adaptive: expected a table")
-    unknown = set(raw) - {"target_rel_width", "min_requests", "max_requests", "batch"}
-    if unknown:
-        raise InputError(path, 0, f"adaptive: unknown key(s) {', '.join(sorted(unknown))}")
-    target = raw.get("target_rel_width")
-    if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target <= 2:
-        raise InputError(path, 0, f"adaptive.target_rel_width: expected a number in (0, 2], got {target!r}")
-    ints = {}
-    for key, default in (("min_requests", 40), ("max_requests", 400)):
-        v = raw.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or not 2 <= v <= 1_000_000:
-            raise InputError(path, 0, f"adaptive.{key}: expected an integer in [2, 1000000], got {v!r}")
-        ints[key] = v
-    if ints["min_requests"] > ints["max_requests"]:
-        raise InputError(path, 0, "adaptive: min_requests must not exceed max_requests")
-    batch = raw.get("batch", max(1, ints["min_requests"] // 2))
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise InputError(path, 0, f"adaptive.batch: expected a positive integer, got {batch!r}")
-    return AdaptiveSpec(float(target), ints["min_requests"], ints["max_requests"], batch)
 
 
 def window_of(requests: pl.DataFrame) -> float | None:
@@ -156,8 +111,6 @@ def trace_cell(frame: pl.DataFrame, depth: int, seed: int, spec: AdaptiveSpec) -
 
 def sample_cells(matrix: Matrix, limit: int = SAMPLE_CELLS) -> list:
     """A deterministic random sample of the matrix's cells the simulator can model (all loads, workloads)."""
-    from analysis import costmodel, params
-
     p = params.load()
     gpus = costmodel.gpu_specs()
     known = [k for k in matrix.cells()
@@ -175,8 +128,6 @@ def simulated_saving(matrix: Matrix, spec: AdaptiveSpec | None = None, limit: in
     Baseline: the smallest fixed count N (on the same grid) at which *every* sampled cell's intervals
     are within the target — what a non-adaptive matrix must set to promise the same width everywhere.
     """
-    from runner.simulate import simulate_cell
-
     spec = spec or matrix.adaptive
     if spec is None:
         return {}

@@ -9,8 +9,8 @@ retried once elsewhere (``max_retries=1``); after that, or on any other task err
 ``failed`` with the reason and the run goes on. A config no node can ever host fails at once.
 
 ``<runs dir>/<run id>/placement.jsonl`` (on the driver) says which node and resources ran each config.
-Workers import spectune from ``$SPECTUNE_RAY_PYTHONPATH`` (default: this checkout's path) — see
-docs/cluster.md.
+Workers import spectune from the ``ray_pythonpath`` setting (default: this checkout's path); a local cluster has the
+``ray_resources`` setting's custom resources — see docs/cluster.md and docs/settings.md.
 """
 
 from __future__ import annotations
@@ -25,11 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ingest import store
+from ingest import open_store, store
 from ingest.errors import InputError, UsageError
 from ingest.records import CellKey, RunInfo
+from ingest.settings import Settings
+from ingest.settings import load as load_settings
 from runner.backends import get_backend
 from runner.backends.base import Backend, CellOutcome
+from runner.backends.vllm import slug
 from runner.execute import (
     Progress,
     RunOptions,
@@ -79,8 +82,9 @@ def run_config(matrix: Matrix, config: ServerConfig, cells: list[CellKey], backe
                       hostname=socket.gethostname(), resources=dict(ctx.get_assigned_resources()), pid=os.getpid())
 
 
-def _init(address: str) -> tuple[bool, str | None]:
-    """Connect (or start a local cluster for ``local``): (started here?, temp dir to remove afterwards)."""
+def _init(address: str, resources: dict[str, float]) -> tuple[bool, str | None]:
+    """Connect (or start a local cluster for ``local``, with custom ``resources``): (started here?, temp dir to
+    remove afterwards)."""
     import ray
 
     if ray.is_initialized():
@@ -90,7 +94,6 @@ def _init(address: str) -> tuple[bool, str | None]:
     if address == "local":
         # Under $TMPDIR with a short name: Ray's unix socket paths must stay under 108 bytes.
         temp_dir = tempfile.mkdtemp(prefix="st-ray-")
-        resources = json.loads(os.environ.get("SPECTUNE_RAY_RESOURCES", "{}") or "{}")
         ray.init(resources=resources, _temp_dir=temp_dir, **kwargs)
         return True, temp_dir
     ray.init(address=address, **kwargs)
@@ -111,14 +114,17 @@ def _reason(exc: BaseException) -> str:
 
 
 def run_matrix_ray(matrix: Matrix, opts: RunOptions, address: str = "auto", progress: Progress | None = None,
-                   factory: Callable[[], Backend] | None = None) -> RunSummary:
-    """Run ``matrix`` with one Ray task per pending server config; land results on the driver."""
+                   factory: Callable[[], Backend] | None = None, settings: Settings | None = None) -> RunSummary:
+    """Run ``matrix`` with one Ray task per pending server config; land results on the driver. ``settings``
+    (default: this process's) give a local cluster's resources and the workers' PYTHONPATH."""
     import ray
 
+    settings = settings if settings is not None else load_settings()
     runs_dir = runs_dir_for(opts)
-    started, temp_dir = _init(address)
+    started, temp_dir = _init(address, settings.ray_resources)
     try:
-        return _drive(matrix, opts, runs_dir, address, progress, factory)
+        return _drive(matrix, opts, runs_dir, address, progress, factory,
+                      settings.ray_pythonpath or str(REPO_ROOT))
     finally:
         if started:
             ray.shutdown()
@@ -127,7 +133,7 @@ def run_matrix_ray(matrix: Matrix, opts: RunOptions, address: str = "auto", prog
 
 
 def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progress: Progress | None,
-           factory: Callable[[], Backend] | None) -> RunSummary:
+           factory: Callable[[], Backend] | None, pythonpath: str) -> RunSummary:
     import ray
 
     local = factory() if factory is not None else get_backend(opts.backend)
@@ -139,7 +145,7 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
         prepare(matrix, run_id, runs_dir, None)
     facts = local.host_facts(matrix)
     cluster = ray.cluster_resources()
-    with store.session(opts.db) as con:
+    with open_store.session(opts.db) as con:
         store.write_run(con, RunInfo(
             run_id=run_id, backend=local.kind, source=str(matrix.path), host=f"ray:{address}",
             gpu_model=",".join(matrix.gpus), gpu_count=int(sum(cluster.get(g, 0) for g in matrix.gpus)),
@@ -149,14 +155,14 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
     todo, skipped = pending_cells(matrix, run_id, opts)
     summary = RunSummary(run_id=run_id, cells_skipped=skipped)
     total, done = len(todo), 0
-    run_dir = runs_dir / _slug(run_id)
+    run_dir = runs_dir / slug(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     task = ray.remote(max_retries=TASK_RETRIES, retry_exceptions=False, num_cpus=0)(run_config)
-    env = {"env_vars": {"PYTHONPATH": os.environ.get("SPECTUNE_RAY_PYTHONPATH", str(REPO_ROOT))}}
+    env = {"env_vars": {"PYTHONPATH": pythonpath}}
 
     def finish(config: ServerConfig, outcomes: list[CellOutcome]) -> None:
         nonlocal done
-        with store.session(opts.db) as con:
+        with open_store.session(opts.db) as con:
             for outcome in outcomes:
                 land(con, run_id, outcome, summary, replace=opts.retry_failed,
                      labels={"draft_model": drafter(config), "origin": opts.origin})
@@ -190,12 +196,7 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
             except ray.exceptions.RayError as exc:
                 outcomes = _failed(cells, _reason(exc))
             finish(config, outcomes)
-    with store.session(opts.db) as con:
+    with open_store.session(opts.db) as con:
         store.finish_run(con, run_id)
     return summary
 
-
-def _slug(text: str) -> str:
-    from runner.backends.vllm import slug
-
-    return slug(text)

@@ -8,17 +8,19 @@ with no duplicates. ``--resume`` continues the newest run of the same matrix and
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ingest import sql, store
+from ingest import open_store, sql, store
 from ingest.records import CellKey, RunInfo
 from runner.backends import get_backend
-from runner.backends.base import Backend, CellOutcome
+from runner.backends.base import Backend, CellOutcome, Progress
 from runner.matrix import Matrix, ServerConfig
+from runner.vllm.server import speculative_config
 
 
 @dataclass(slots=True)
@@ -53,8 +55,6 @@ class RunSummary:
                 "cells_skipped": self.cells_skipped, "failures": self.failures}
 
 
-# (current server config label, cells done, cells total); None leaves a count as it was (a status note)
-Progress = Callable[[str, int | None, int | None], None]
 Notify = Callable[[str], None]  # a message the user must see (stderr), e.g. "--resume found nothing"
 
 
@@ -69,7 +69,7 @@ def resolve_run_id(matrix: Matrix, opts: RunOptions, notify: Notify | None = Non
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     new_id = f"{matrix.name}-{opts.backend}-{stamp}-{secrets.token_hex(3)}"
     if opts.resume:
-        with store.session(opts.db) as con:
+        with open_store.session(opts.db) as con:
             row = sql.one(con,
                 "SELECT run_id FROM runs WHERE matrix_hash = ? AND backend = ? ORDER BY started_at DESC LIMIT 1",
                 [matrix.digest, opts.backend],
@@ -100,7 +100,7 @@ def pending_cells(matrix: Matrix, run_id: str, opts: RunOptions) -> tuple[list[C
 
 def pending_cells_detail(matrix: Matrix, run_id: str, opts: RunOptions) -> tuple[list[CellKey], int, int]:
     """(cells to run, cells skipped, of those skipped the ones that failed before)."""
-    with store.session(opts.db) as con:
+    with open_store.session(opts.db) as con:
         done = store.cell_status(con, run_id)
     todo, skipped, skipped_failed = [], 0, 0
     for key in matrix.cells():
@@ -146,10 +146,6 @@ def speculative_extra(cfg: ServerConfig) -> str | None:
     """The other keys of the ``--speculative-config`` this server config runs with (n-gram's lookup window as
     launched, the matrix's ``methods.X.extra``) as JSON, stored with its cells so the deploy command recommends
     what was measured; None for the baseline or when there are none."""
-    import json
-
-    from runner.vllm.server import speculative_config
-
     if cfg.method == "none" or cfg.depth < 1:
         return None
     config = speculative_config(cfg.method, cfg.depth, cfg.method_spec.extra)
@@ -201,7 +197,7 @@ def _run(matrix: Matrix, opts: RunOptions, backend: Backend, run_id: str, summar
     if prepare is not None:  # e.g. vllm: run folder, orphan servers of a killed run, workload files
         prepare(matrix, run_id, runs_dir_for(opts), progress)
     facts = backend.host_facts(matrix)
-    with store.session(opts.db) as con:
+    with open_store.session(opts.db) as con:
         store.write_run(con, RunInfo(
             run_id=run_id, backend=backend.kind, source=str(matrix.path), host=facts.host,
             gpu_model=facts.gpu_model, gpu_count=facts.gpu_count, engine_version=facts.engine_version,
@@ -219,7 +215,7 @@ def _run(matrix: Matrix, opts: RunOptions, backend: Backend, run_id: str, summar
         if progress:
             progress(cfg.label(), done, total)
         with contextlib.ExitStack() as stack:
-            shared = None if per_cell else stack.enter_context(store.session(opts.db))
+            shared = None if per_cell else stack.enter_context(open_store.session(opts.db))
 
             labels = {"draft_model": drafter(cfg), "origin": opts.origin, "speculative_extra": speculative_extra(cfg)}
 
@@ -228,13 +224,13 @@ def _run(matrix: Matrix, opts: RunOptions, backend: Backend, run_id: str, summar
                 if shared is not None:
                     land(shared, run_id, outcome, summary, replace=opts.retry_failed, labels=labels)
                 else:
-                    with store.session(opts.db) as con:
+                    with open_store.session(opts.db) as con:
                         land(con, run_id, outcome, summary, replace=opts.retry_failed, labels=labels)
                 done += 1
                 if progress:
                     progress(label, done, total)
 
             backend.run_server_config(matrix, cfg, cells, sink)
-    with store.session(opts.db) as con:
+    with open_store.session(opts.db) as con:
         store.finish_run(con, run_id)
     return summary

@@ -27,6 +27,7 @@ being newer, win over the prediction wherever analysis picks the latest cell.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -34,9 +35,11 @@ import polars as pl
 from analysis import frames
 from analysis.metrics import get_metric
 from analysis.winners import GROUP, decide
-from ingest import sql, store
+from ingest import open_store, sql, store
 from ingest.records import CellKey, RunInfo
+from runner.execute import RunSummary, resolve_run_id, run_matrix
 from runner.matrix import Matrix
+from runner.plan import SERVER_START_S, model_cell_seconds, plan_matrix
 
 STRATEGIES = ("full", "factorized")
 PREDICTED_SUFFIX = "-predicted"
@@ -194,8 +197,6 @@ class FactorizedSummary:
 
 def gpu_hours(con, run_id: str, keys: list[CellKey]) -> float:
     """GPU-hours of ``keys`` as run: each cell's window × its GPUs, plus one guessed start per server config."""
-    from runner.plan import SERVER_START_S
-
     cfg_of = {k.cell_id: "|".join(map(str, k.server_config)) for k in keys}
     got = con.execute("SELECT cell_id, window_s, gpu_count FROM cells WHERE run_id = ? AND status = 'ok' AND "
                       "cell_id IN (SELECT unnest(?))", [run_id, list(cfg_of)]).fetchall()
@@ -257,8 +258,6 @@ def model_error(log_errors: list[float], noise_var: list[float], floor: float) -
 def run_factorized(matrix: Matrix, opts, fopts: FactorizedOptions | None = None, progress=None, backend=None,
                    notify=None):
     """Run ``matrix`` with the factorized strategy; returns (RunSummary, FactorizedSummary)."""
-    from runner.execute import RunSummary, resolve_run_id, run_matrix
-
     fopts = fopts or FactorizedOptions()
     run_id, _ = resolve_run_id(matrix, opts, notify)
     opts = replace(opts, run_id=run_id)
@@ -273,7 +272,7 @@ def run_factorized(matrix: Matrix, opts, fopts: FactorizedOptions | None = None,
         total.cells_ok += s.cells_ok
         total.cells_failed += s.cells_failed
         total.failures += s.failures
-        with store.session(opts.db, read_only=True) as con:
+        with open_store.session(opts.db, read_only=True) as con:
             fs.gpu_hours += gpu_hours(con, run_id, keys)
         fs.server_starts += len({k.server_config for k in keys})
 
@@ -282,7 +281,7 @@ def run_factorized(matrix: Matrix, opts, fopts: FactorizedOptions | None = None,
     fs.measured = len(measured)
     done = {k.cell_id for k in measured}
     predicted: dict[str, tuple[CellKey, dict, dict]] = {}
-    with store.session(opts.db) as con:
+    with open_store.session(opts.db) as con:
         pieces = read_pieces(con, run_id)
         rows = predictions(matrix, pieces, done)
         pred_run = run_id + PREDICTED_SUFFIX
@@ -309,7 +308,7 @@ def run_factorized(matrix: Matrix, opts, fopts: FactorizedOptions | None = None,
     log_errors: list[float] = []
     noise: list[float] = []
     for _round in range(fopts.max_rounds):
-        with store.session(opts.db, read_only=True) as con:
+        with open_store.session(opts.db, read_only=True) as con:
             real = frames.cells(con, frames.Filters(runs=(run_id,)))
             real_reps = frames.sampling_replicates(con, real, m)
         todo = contenders(real, real_reps, {c: p for c, p in predicted.items() if c not in done}, fopts, sigma)
@@ -319,7 +318,7 @@ def run_factorized(matrix: Matrix, opts, fopts: FactorizedOptions | None = None,
         fs.rounds += 1
         fs.confirmed += len(todo)
         done |= {k.cell_id for k in todo}
-        with store.session(opts.db, read_only=True) as con:
+        with open_store.session(opts.db, read_only=True) as con:
             real = frames.cells(con, frames.Filters(runs=(run_id,)))
             real_reps = frames.sampling_replicates(con, real, m)
         row_of = {cid: i for i, cid in enumerate(real["cell_id"].to_list())}
@@ -341,8 +340,6 @@ def run_factorized(matrix: Matrix, opts, fopts: FactorizedOptions | None = None,
 def expected_confirmations(matrix: Matrix, per_round: int = 2) -> list[CellKey]:
     """What ``plan`` assumes the confirm phase runs: per group, the ``per_round`` best unmeasured candidates
     by the cost model's cell time (shortest = fastest) — one round; a guess, reported as such."""
-    from runner.plan import model_cell_seconds
-
     measured = {k.cell_id for k in measure_cells(matrix)}
     groups: dict[tuple, list[tuple[float, CellKey]]] = {}
     for key in matrix.cells():
@@ -352,3 +349,25 @@ def expected_confirmations(matrix: Matrix, per_round: int = 2) -> list[CellKey]:
         if secs is not None:
             groups.setdefault((key.gpu, key.family, key.model, key.workload, key.concurrency), []).append((secs, key))
     return [k for g in groups.values() for _s, k in sorted(g, key=lambda x: x[0])[:per_round]]
+
+
+def factorized_plan(matrix: Matrix, db: Path | None = None) -> dict[str, object]:
+    """``plan --strategy factorized``: the measure phase, an estimated confirm phase, and the full grid's
+    GPU-hours, estimated the same way (runner/plan.py)."""
+    full = plan_matrix(matrix, db)
+    measure = plan_matrix(matrix, db, measure_cells(matrix))
+    confirm = plan_matrix(matrix, db, expected_confirmations(matrix, FactorizedOptions().per_round))
+    total = measure.estimated_gpu_hours + confirm.estimated_gpu_hours
+    saving = (1 - total / full.estimated_gpu_hours) * 100 if full.estimated_gpu_hours else 0.0
+    return {"strategy": "factorized", "cells": measure.cells + confirm.cells,
+            "server_configs": measure.server_configs, "estimated_gpu_hours": round(total, 3),
+            "measure": {"cells": measure.cells, "server_configs": len(measure.server_configs),
+                        "estimated_gpu_hours": round(measure.estimated_gpu_hours, 3)},
+            "confirm_expected": {"cells": confirm.cells, "server_configs": len(confirm.server_configs),
+                                 "estimated_gpu_hours": round(confirm.estimated_gpu_hours, 3),
+                                 "basis": "cost model's top 2 unmeasured candidates per group, one round"},
+            "predicted_cells": full.cells - measure.cells,
+            "full_grid": {"cells": full.cells, "server_configs": len(full.server_configs),
+                          "estimated_gpu_hours": round(full.estimated_gpu_hours, 3)},
+            "saving_pct": round(saving, 1), "estimate_sources": measure.estimate_sources,
+            "requests_per_cell": round(measure.requests_per_cell, 1), "server_start_s": SERVER_START_S}

@@ -19,9 +19,8 @@ from typing import Any
 
 from ingest import labels
 from ingest.errors import InputError
-from ingest.filecheck import regular_file_size
+from ingest.filechecks import regular_file_size
 from ingest.records import KNOWN_METHODS, CellKey
-from runner.adaptive import AdaptiveSpec, parse_adaptive
 
 MAX_MATRIX_BYTES = 4 * 1024 * 1024  # a matrix is a few KB; more is not a matrix
 MAX_NAME = 120
@@ -39,6 +38,50 @@ RUN_KEYS = ("requests_per_cell", "requests_per_slot", "warmup_requests", "endpoi
             "startup_timeout_s", "request_timeout_s", "stall_timeout_s", "per_request_spec_decode")
 PER_REQUEST_LEVELS = ("summary", "detailed", "off")  # vLLM's --per-request-spec-decode-metrics (off: not passed)
 MAX_DEPTH = 16
+
+
+# The matrix's [adaptive] table; the stopping rule it drives and its simulated saving are runner/adaptive.py's.
+@dataclass(frozen=True, slots=True)
+class AdaptiveSpec:
+    target_rel_width: float  # full 95 % interval width / point estimate (0.1 = ±5 %)
+    min_requests: int = 40
+    max_requests: int = 400
+    batch: int = 20  # requests added between checks
+
+    def grid(self) -> list[int]:
+        """The request counts at which a cell checks its intervals."""
+        out = list(range(self.min_requests, self.max_requests, self.batch))
+        return [*out, self.max_requests]
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"target_rel_width": self.target_rel_width, "min_requests": self.min_requests,
+                "max_requests": self.max_requests, "batch": self.batch}
+
+
+def parse_adaptive(raw: Any, path: Path) -> AdaptiveSpec | None:
+    """Validate the matrix's ``[adaptive]`` table (absent → None)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise InputError(path, 0, "adaptive: expected a table")
+    unknown = set(raw) - {"target_rel_width", "min_requests", "max_requests", "batch"}
+    if unknown:
+        raise InputError(path, 0, f"adaptive: unknown key(s) {', '.join(sorted(unknown))}")
+    target = raw.get("target_rel_width")
+    if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target <= 2:
+        raise InputError(path, 0, f"adaptive.target_rel_width: expected a number in (0, 2], got {target!r}")
+    ints = {}
+    for key, default in (("min_requests", 40), ("max_requests", 400)):
+        v = raw.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or not 2 <= v <= 1_000_000:
+            raise InputError(path, 0, f"adaptive.{key}: expected an integer in [2, 1000000], got {v!r}")
+        ints[key] = v
+    if ints["min_requests"] > ints["max_requests"]:
+        raise InputError(path, 0, "adaptive: min_requests must not exceed max_requests")
+    batch = raw.get("batch", max(1, ints["min_requests"] // 2))
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise InputError(path, 0, f"adaptive.batch: expected a positive integer, got {batch!r}")
+    return AdaptiveSpec(float(target), ints["min_requests"], ints["max_requests"], batch)
 
 
 @dataclass(frozen=True, slots=True)

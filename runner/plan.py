@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis import acceptance, calibration, costmodel, params
-from ingest import store
+from ingest import open_store
 from ingest.records import CellKey
+from runner.adaptive import simulated_saving
 from runner.matrix import Matrix
 
 SERVER_START_S = 300.0  # a large model's load + warm-up; a guess, reported in the plan
@@ -68,7 +69,7 @@ def earlier_seconds_per_request(db: Path | None) -> dict[str, float]:
     """Measured seconds per request of each cell in earlier vLLM runs (window / requests sent), so a plan
     for 200 requests per cell is not read off a 20-request smoke run's window."""
     try:
-        with store.session(db, read_only=True) as con:
+        with open_store.session(db, read_only=True) as con:
             rows = con.execute(
                 "SELECT cell_id, median(window_s / n_requests) FROM cells WHERE status = 'ok' "
                 "AND window_s IS NOT NULL AND n_requests > 0 "
@@ -82,8 +83,6 @@ def earlier_seconds_per_request(db: Path | None) -> dict[str, float]:
 def _requests_basis(matrix: Matrix) -> tuple[float, str, dict[str, object] | None]:
     """Requests per cell the estimate assumes: the fixed count, or with ``[adaptive]`` (which ignores
     ``requests_per_cell``) the simulated mean where the simulator can model the matrix, else its maximum."""
-    from runner.adaptive import simulated_saving
-
     if matrix.adaptive is None:  # the mean over cells (``run.requests_per_slot`` scales it with concurrency)
         loads = [matrix.requests_for(c) for c in matrix.concurrency]
         return sum(loads) / len(loads), "requests_per_cell", None
@@ -151,27 +150,3 @@ def adaptive_plan(saving: dict[str, object] | None, requests: float, gpu_hours: 
     adaptive = start_hours + per_request * float(saving["mean_adaptive_requests_per_cell"])  # type: ignore[arg-type]
     return {**saving, "fixed_gpu_hours": round(fixed, 3), "adaptive_gpu_hours": round(adaptive, 3),
             "gpu_hours_saved": round(fixed - adaptive, 3)}
-
-
-def factorized_plan(matrix: Matrix, db: Path | None = None) -> dict[str, object]:
-    """``plan --strategy factorized``: the measure phase, an estimated confirm phase, and the full grid's
-    GPU-hours, estimated the same way (runner/factorized.py)."""
-    from runner.factorized import FactorizedOptions, expected_confirmations, measure_cells
-
-    full = plan_matrix(matrix, db)
-    measure = plan_matrix(matrix, db, measure_cells(matrix))
-    confirm = plan_matrix(matrix, db, expected_confirmations(matrix, FactorizedOptions().per_round))
-    total = measure.estimated_gpu_hours + confirm.estimated_gpu_hours
-    saving = (1 - total / full.estimated_gpu_hours) * 100 if full.estimated_gpu_hours else 0.0
-    return {"strategy": "factorized", "cells": measure.cells + confirm.cells,
-            "server_configs": measure.server_configs, "estimated_gpu_hours": round(total, 3),
-            "measure": {"cells": measure.cells, "server_configs": len(measure.server_configs),
-                        "estimated_gpu_hours": round(measure.estimated_gpu_hours, 3)},
-            "confirm_expected": {"cells": confirm.cells, "server_configs": len(confirm.server_configs),
-                                 "estimated_gpu_hours": round(confirm.estimated_gpu_hours, 3),
-                                 "basis": "cost model's top 2 unmeasured candidates per group, one round"},
-            "predicted_cells": full.cells - measure.cells,
-            "full_grid": {"cells": full.cells, "server_configs": len(full.server_configs),
-                          "estimated_gpu_hours": round(full.estimated_gpu_hours, 3)},
-            "saving_pct": round(saving, 1), "estimate_sources": measure.estimate_sources,
-            "requests_per_cell": round(measure.requests_per_cell, 1), "server_start_s": SERVER_START_S}

@@ -25,7 +25,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from runner.execute import Progress as ProgressFn
+from runner.backends.base import Progress as ProgressFn
 
 
 def eta_seconds(elapsed_at_done: float | None, elapsed_now: float | None, done: float,

@@ -33,6 +33,7 @@ import numpy as np
 
 from ingest.errors import InputError
 from ingest.paths import DATA_DIR
+from ingest.traces import read_trace
 from runner.matrix import WorkloadSpec
 from runner.vllm.client import Prompt
 
@@ -222,8 +223,6 @@ def read_trace_requests(path: Path, fmt: str, n: int) -> tuple[list[Prompt], lis
                                                                list[tuple[int, int] | None]]:
     """The first ``n`` requests of a trace: prompts (text or synthesized), arrival times, warnings, and per
     prompt (target input tokens, filler offset) where the text was synthesized."""
-    from ingest.traces import read_trace
-
     tf = read_trace(path, fmt)
     frame = tf.frame.head(n)
     if frame.height == 0:

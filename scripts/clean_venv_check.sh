@@ -29,7 +29,7 @@ pip_quiet() {  # pip's output only when it fails
 }
 pip_quiet -r requirements.txt
 step "venv with requirements.txt: $((SECONDS - start)) s"
-export SPECTUNE_DB="$T/store.duckdb" XDG_DATA_HOME="$T/xdg" SPECTUNE_CACHE_DIR="$T/answers" PYTHONDONTWRITEBYTECODE=1
+export SPECTUNE_DB="$T/store.duckdb" XDG_DATA_HOME="$T/xdg" PYTHONDONTWRITEBYTECODE=1
 unset PYTHONPATH
 
 json() {  # run a command; its stdout must be exactly one JSON document (exit 3 allowed only for compare)

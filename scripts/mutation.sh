@@ -22,7 +22,7 @@ fi
 # Store- and server-bound callers (winners.winners, goodput_frame, rescore.rescore, execute._run) are left to
 # their own tests, which need a built store or a server per mutant.
 CORE=(
-  'analysis.winners.x_decide__*' 'analysis.winners.x_intervals__*' 'analysis.winners.x_interval__*'
+  'analysis.winners.x_decide__*' 'analysis.gains.x_intervals__*' 'analysis.gains.x_interval__*'
   'analysis.winners.x__interval_list__*'
   'analysis.metrics.*'
   'analysis.rescore.summary.x_candidates__*' 'analysis.rescore.summary.x_tax__*'

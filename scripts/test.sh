@@ -29,5 +29,6 @@ export SPECTUNE_VLLM_ENV="$PWD/.vllm-cpu"
 
 python3 -m ruff check .
 # Two workers, one test file per worker at a time (module fixtures such as a vLLM server or a browser are shared
-# within a file); the slowest tests are listed, to keep CI well inside its time.
-python3 -m pytest -n "${SPECTUNE_TEST_WORKERS:-2}" --dist loadfile --durations=25 "$@"
+# within a file), the slowest files first (tests/conftest.py SLOWEST_FILES; --no-loadscope-reorder keeps that order
+# instead of xdist's most-tests-first); the slowest tests are listed, to keep CI well inside its time.
+python3 -m pytest -n "${SPECTUNE_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder --durations=25 "$@"

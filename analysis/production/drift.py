@@ -35,8 +35,9 @@ import polars as pl
 from analysis.labels import candidate
 from analysis.production.expectation import expectation
 from analysis.production.windows import RateInterval
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore.config import Choice
+from analysis.rescore.core import RescoreOptions, rescore
+from analysis.rescore.matrix import load_matrices
 from ingest.errors import UsageError
 
 ALERTS = ("winner_changed", "acceptance_outside_band")
@@ -148,8 +149,6 @@ def decide(con: duckdb.DuckDBPyConnection, group: dict, totals: dict, opts: Drif
 
 def exp_gpu(con: duckdb.DuckDBPyConnection, group: dict, exp: dict) -> str:
     """The GPU to re-score on: the segment's when the store has it for this family, else the store's first."""
-    from analysis.rescore.matrix import load_matrices
-
     gpus = sorted({g for (_f, g) in load_matrices(con, (group["family"],))})
     if group.get("gpu") in gpus:
         return group["gpu"]

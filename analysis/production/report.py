@@ -18,8 +18,10 @@ import duckdb
 import polars as pl
 
 from analysis.production import deltas, load
+from analysis.production.ab import histogram_intervals, readout
 from analysis.production.drift import ALERTS, DriftOptions, decide
 from analysis.production.windows import GROUP, WindowSpec, acceptance_windows, iso_utc, rate_interval
+from ingest.errors import UsageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +82,6 @@ def production_report(con: duckdb.DuckDBPyConnection, q: ProductionQuery, opts: 
 def ab_report(con: duckdb.DuckDBPyConnection, segments: tuple[str, ...], a: str | None, b: str | None,
               since: datetime | None, until: datetime | None, opts) -> dict:
     """The A/B readout of two targets (given, or the two of a segment)."""
-    from analysis.production.ab import histogram_intervals, readout
-    from ingest.errors import UsageError
-
     s = load.samples(con, segments=segments if a is None else (), targets=(a, b) if a else (), since=since,
                      until=until)
     if a is None:

@@ -30,6 +30,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from analysis.labels import candidate
 from analysis.production import request_load
 from analysis.production.drift import DriftOptions, decide
 from analysis.production.windows import TOO_FEW, RateInterval
@@ -238,8 +239,6 @@ WINDOW_SCHEMA = {"target": pl.String, "segment": pl.String, "config": pl.String,
 
 def segments_frame(doc: dict) -> pl.DataFrame:
     """One row per segment × config of a :func:`segments_report` document (no new numbers)."""
-    from analysis.labels import candidate
-
     rows = []
     for s in doc["segments"]:
         p, b, rec = s["production"], s.get("benchmark") or {}, s.get("recommendation") or {}
@@ -257,8 +256,6 @@ def segments_frame(doc: dict) -> pl.DataFrame:
 
 
 def windows_frame(doc: dict) -> pl.DataFrame:
-    from analysis.labels import candidate
-
     rows = [{"target": s["target"], "segment": s["segment"], "config": candidate(s["method"], s["depth"]),
              "window": datetime.fromisoformat(w["window"]).replace(tzinfo=None), "requests": w["requests"],
              "acceptance_rate": w["acceptance_rate"], "ci_low": w["acceptance_rate_ci"][0],

@@ -21,6 +21,7 @@ import polars as pl
 
 from analysis import calibration, model_provenance
 from analysis.deploy import serve_command
+from analysis.gains import gain_text, interval
 from analysis.metrics import Metric, get_metric
 from analysis.rescore import default as default_standing
 from analysis.rescore import drift as drift_model
@@ -32,7 +33,7 @@ from analysis.rescore.matrix import CellSamples, Matrix, load_matrices
 from analysis.rescore.score import Candidate, Prediction, ScoreCache, ShardInput, collapse, prime, score, score_many
 from analysis.rescore.trace import TraceBuckets, bucketize
 from analysis.schedule import SCHEDULE_MARGIN_PCT, depth_at, ranges
-from analysis.winners import decide, gain_text, interval
+from analysis.winners import decide
 from ingest.errors import UsageError
 
 METRICS = ("output_throughput", "p99_e2e_ms", "goodput")

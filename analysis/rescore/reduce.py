@@ -40,9 +40,16 @@ from analysis.rescore.trace import (
     _cap_shards,
     length_bucket,
 )
+from analysis.rescore.workload import WorkloadSource, assign_file
 from ingest.errors import InputError
+from ingest.trace_store import trace_id_for
+from ingest.traces import read_trace
+from ingest.traces.detect import detect_kind
+from ingest.traces.lazy import finish_labels, lazy_trace
 from ingest.traces.limits import DEFAULT_LIMITS, Limits
 from ingest.traces.mapping import TraceMapping
+from ingest.traces.registry import NAME_HINTS, check_request
+from ingest.traces.source import GZIP_MAGIC, HEAD_BYTES, PARQUET_MAGIC, Source, open_source
 
 YEAR_S = 365.25 * 86_400
 KEYS = ["shard", "workload", "t", "lb"]
@@ -245,11 +252,6 @@ def _partial(g: pl.DataFrame, tally: dict, grid: Grid | None, **meta) -> FilePar
 
 def reduce_file(path: str | Path, spec: ReadSpec, grid: Grid | None, name: str | None = None) -> FilePartial:
     """One file → its partial buckets, with ``grid`` for time (None: all in bucket 0). Raises InputError."""
-    from ingest.traces.detect import detect_kind
-    from ingest.traces.lazy import finish_labels, lazy_trace
-    from ingest.traces.registry import NAME_HINTS, check_request
-    from ingest.traces.source import open_source
-
     path = Path(path)
     want = check_request(path, spec.fmt, spec.mapping, spec.workload)
     if _is_gzip(path):  # inflated to a temporary copy by the exact reader; read only once
@@ -309,8 +311,6 @@ def _slices(path: Path) -> list[tuple[int, int]]:
 
 
 def _is_gzip(path: Path) -> bool:
-    from ingest.traces.source import GZIP_MAGIC
-
     try:
         with path.open("rb") as fh:
             return fh.read(2) == GZIP_MAGIC
@@ -320,9 +320,6 @@ def _is_gzip(path: Path) -> bool:
 
 def _reduce_exact(path: Path, spec: ReadSpec, grid: Grid | None, name: str | None) -> FilePartial:
     """The exact reader's rows (it raises the file:line error for a bad file), reduced the same way."""
-    from analysis.rescore.workload import assign_file
-    from ingest.traces import read_trace
-
     tf = read_trace(path, spec.fmt, spec.mapping, None, name=name, limits=spec.limits)
     frame, source = assign_file(tf.frame, tf.format, tf.name, spec.workload)
     assignment = source.assignment()
@@ -357,10 +354,6 @@ TAIL_BYTES = 256 * 1024
 
 
 def _edge(path: Path, spec: ReadSpec, *, first: bool) -> float | None:
-    from ingest.traces.detect import detect_kind
-    from ingest.traces.lazy import lazy_trace
-    from ingest.traces.source import GZIP_MAGIC, HEAD_BYTES, PARQUET_MAGIC, Source
-
     if not path.is_file():  # a FIFO or a device would block or never end: open_source refuses it later
         return None
     with path.open("rb") as fh:
@@ -419,8 +412,6 @@ class TraceRead:
 def read_buckets(arg: str, files: list[Path], spec: ReadSpec, shard_by: str = "auto",
                  file_map: FileMap = local_map) -> TraceRead:
     """Reduce every file (``file_map``: here, or as Ray tasks) and merge into the trace's buckets."""
-    from ingest.trace_store import trace_id_for
-
     if shard_by not in SHARD_BY:
         raise ValueError(f"shard_by must be one of {', '.join(SHARD_BY)}, got {shard_by!r}")
     if shard_by not in STREAMED_SHARDS:
@@ -468,8 +459,6 @@ def read_buckets(arg: str, files: list[Path], spec: ReadSpec, shard_by: str = "a
 
 
 def _main_source(counts: dict[str, int]) -> str:
-    from analysis.rescore.workload import WorkloadSource
-
     return WorkloadSource(counts).source
 
 

@@ -13,8 +13,8 @@ import json
 import polars as pl
 import streamlit as st
 
-from analysis.cli.compare import to_markdown
 from analysis.compare import COMPARED, CompareOptions, compare_runs
+from analysis.compare_markdown import to_markdown
 from analysis.labels import candidate, title
 from dashboard import data, export, widgets
 

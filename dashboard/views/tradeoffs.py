@@ -8,7 +8,7 @@ from functools import partial
 import streamlit as st
 
 from analysis.pareto import LATENCIES
-from dashboard import charts, data, drill, export, heatmap_spec, report, widgets
+from dashboard import charts, data, drill, export, heatmap_spec, interactive, report, widgets
 
 PAGE = "tradeoffs"
 
@@ -41,10 +41,20 @@ scatter_title = f"Output throughput vs {lat_label} · {v['gpu']} · Pareto front
 if points.height == 0:
     st.info("No cells match these filters.")
 else:
-    charts.show("tradeoff", points, lat_label, key=f"{PAGE}.scatter")
+    # interactive (Plotly): zoom, hover, and a box/lasso/click selection that narrows the table below it; the
+    # exported figure is the Altair one (PNG/SVG/PDF)
+    event = interactive.show(interactive.tradeoff_figure(points, lat_label, simulated), key=f"{PAGE}.scatter",
+                             on_select="rerun", selection_mode=interactive.SELECTION_MODES)
     latency_title = {"latency": lat_label}  # the column holds the latency axis the user picked
     export.buttons(partial(charts.exported, "tradeoff", points, lat_label, title=scatter_title, simulated=simulated),
                    points, name, f"{PAGE}.scatter", titles=latency_title)
+    picked = interactive.selected(points, event)
+    if picked is None:
+        st.caption("Drag a box or lasso over points (or click one) to list those cells below; double-click the "
+                   "chart to clear. Zoom: the toolbar's magnifier, then drag.")
+    else:
+        st.markdown(f"**Selected cells: {picked.height}**")
+        widgets.table(picked.drop("run_id", "cell_id"), latency_title, key=f"{PAGE}.selected")
     with st.expander("Pareto-optimal cells"):
         widgets.table(points.filter(points["on_front"]).drop("run_id", "cell_id", "on_front"), latency_title)
 

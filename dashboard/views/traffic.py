@@ -1,8 +1,8 @@
 """Your traffic: upload a trace, see which (method, depth) wins per shard, the tax of today's default, and the
 ``--speculative-config`` to deploy; saved traces; compare two traces.
 
-UI only: reading and storing go through ingest (ingest.cli.trace.read_assigned, ingest.trace_store), every
-number comes from analysis.rescore*. Uploads are capped (:data:`MAX_UPLOAD_MB`), written to a private temp
+UI only: reading and storing go through ingest (ingest.traces.assigned.read_assigned, ingest.trace_store), every
+number comes from analysis.rescore*. Uploads are capped (:func:`max_upload_mb`), written to a private temp
 folder under a fixed name (the uploaded file name is only ever a display label) and removed right after
 reading. Bad input is one error line, and nothing is stored.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import re
 import shutil
 from collections.abc import Callable, Iterator
@@ -21,26 +20,34 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import compare as rescore_compare
 from analysis.rescore import summary as rescore_summary
 from analysis.rescore import workload as rescore_workload
 from analysis.rescore.config import NEEDS_DRAFT_MODEL, parse_choice, parse_draft_models
+from analysis.rescore.core import RescoreOptions, rescore
 from analysis.rescore.shard import DESCRIPTION as SHARD_DESCRIPTION
 from analysis.rescore.shard import SHARD_BY
 from analysis.rescore.stored import list_traces, load_trace
 from analysis.rescore.trace import bucketize
 from dashboard import charts, data, export, md, report, state, theme, widgets
+from ingest import open_store
 from ingest.errors import InputError, UsageError
 from ingest.paths import DATA_DIR
+from ingest.settings import load as load_settings
 from ingest.tempfiles import make_temp_dir
+from ingest.trace_store import peek_columns, store_trace
 from ingest.traces import DEFAULT_LIMITS, FORMAT_CHOICES, Limits, TraceFrame, TraceMapping
+from ingest.traces.assigned import read_assigned
 
 PAGE = "traffic"
-# The server-wide cap is .streamlit/config.toml's maxUploadSize (200 MB); the page enforces its own, which
-# an operator (or a test) may lower with SPECTUNE_MAX_UPLOAD_MB, never raise above 200.
-_CAP = os.environ.get("SPECTUNE_MAX_UPLOAD_MB", "200").strip()
-MAX_UPLOAD_MB = min(200, max(1, int(_CAP))) if _CAP.isdigit() else 200
+
+
+def max_upload_mb() -> int:
+    """The page's upload cap in MB. The server-wide cap is .streamlit/config.toml's maxUploadSize (200 MB); the
+    page enforces its own, the ``max_upload_mb`` setting (ingest.settings), which an operator (or a test) may
+    lower, never raise above 200."""
+    return min(200, load_settings().max_upload_mb)
+
 SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".csv.gz", ".jsonl.gz", ".json.gz")
 AS_ASSIGNED = "as assigned"
 # Bundled synthetic traces in the public formats' shapes (data/samples/traces/make_samples.py): a first look
@@ -86,12 +93,8 @@ def _read_and_store(path: Path, fmt: str, mapping: TraceMapping | None, name: st
                     limits: Limits, source_path: str) -> tuple[TraceFrame, str, bool]:
     """Read, validate and classify a trace file (format detected by the reader when ``auto``), then store it.
     The workload is chosen when re-scoring (the Workload box), not here: one stored trace, any assignment."""
-    from ingest import store
-    from ingest.cli.trace import read_assigned
-    from ingest.trace_store import store_trace
-
     tf, assignment = read_assigned(path, fmt, None, mapping, name, limits)
-    with store.session(data.db_path()) as con:
+    with open_store.session(data.db_path()) as con:
         trace_id, new = store_trace(con, tf, assignment=assignment, source_path=source_path)
     return tf, trace_id, new
 
@@ -99,17 +102,18 @@ def _read_and_store(path: Path, fmt: str, mapping: TraceMapping | None, name: st
 @contextlib.contextmanager
 def _spooled(up, progress: Callable[[float], None] | None = None) -> Iterator[Path]:
     """The upload streamed (4 MiB at a time) into a private temp file under a fixed name, at most
-    :data:`MAX_UPLOAD_MB`; removed on every path out. The folder is named for this process, so if the
+    :func:`max_upload_mb`; removed on every path out. The folder is named for this process, so if the
     server is killed mid-upload the next start removes it (ingest.tempfiles)."""
     tmp = make_temp_dir("upload")
     try:
         path = tmp / ("upload" + _suffix(up.name))
-        cap = MAX_UPLOAD_MB * 1024 * 1024
+        cap_mb = max_upload_mb()
+        cap = cap_mb * 1024 * 1024
         up.seek(0)
         with path.open("wb") as fh:
             while block := up.read(1 << 22):
                 if fh.tell() + len(block) > cap:
-                    raise InputError(Path(_safe_name(up.name)), 0, f"upload is over the {MAX_UPLOAD_MB} MB limit "
+                    raise InputError(Path(_safe_name(up.name)), 0, f"upload is over the {cap_mb} MB limit "
                                      "(the page's cap: $SPECTUNE_MAX_UPLOAD_MB, at most the server's "
                                      "maxUploadSize in .streamlit/config.toml)")
                 fh.write(block)
@@ -126,7 +130,7 @@ def _ingest(up, fmt: str, mapping: TraceMapping | None) -> tuple[str, bool]:
     with _spooled(up, lambda f: bar.progress(min(0.3, 0.3 * f), text="Receiving the upload…")) as path:
         bar.progress(0.35, text="Reading and validating every request…")
         # An upload may inflate (.gz) to at most 10× the upload cap: a zip bomb stops early, not at 4 GiB.
-        limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10 * MAX_UPLOAD_MB * 1024 * 1024)
+        limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10 * max_upload_mb() * 1024 * 1024)
         tf, trace_id, new = _read_and_store(path, fmt, mapping, _safe_name(up.name), limits, "upload")
         bar.progress(1.0, text=f"Stored {tf.frame.height:,} requests as trace {trace_id}.")
         return trace_id, new
@@ -157,8 +161,6 @@ def _sample_section() -> str | None:
 
 
 def _columns(up) -> list[str]:
-    from ingest.trace_store import peek_columns
-
     with _spooled(up) as path:
         return peek_columns(path)
 
@@ -187,15 +189,16 @@ def _mapping_form(up, message: str) -> TraceMapping | None:
 def _upload_section() -> str | None:
     """Upload widgets; a new trace id when a file was stored in this run."""
     st.subheader("Upload a trace")
+    cap_mb = max_upload_mb()
     st.caption(f"Azure, BurstGPT, Mooncake, ShareGPT, vLLM JSONL, Spec-Bench, or any CSV/JSONL/Parquet with token "
-               f"counts (up to {MAX_UPLOAD_MB} MB; .gz accepted). The file is read, validated, stored once per "
+               f"counts (up to {cap_mb} MB; .gz accepted). The file is read, validated, stored once per "
                "content (same bytes = same trace) and deleted.")
     fmt = st.selectbox("Format", FORMAT_CHOICES, key=f"{PAGE}.format")
     up = st.file_uploader("Trace file", key=f"{PAGE}.upload", type=[s.lstrip(".") for s in SUFFIXES])
     if up is None:
         return _sample_section()
-    if up.size > MAX_UPLOAD_MB * 1024 * 1024:
-        st.error(md.text(f"error: {_safe_name(up.name)}: {up.size:,} bytes is over the {MAX_UPLOAD_MB} MB limit"))
+    if up.size > cap_mb * 1024 * 1024:
+        st.error(md.text(f"error: {_safe_name(up.name)}: {up.size:,} bytes is over the {cap_mb} MB limit"))
         return None
     done = st.session_state.setdefault(f"{PAGE}.done", {})
     sig = (up.file_id, fmt)

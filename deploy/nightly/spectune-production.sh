@@ -34,7 +34,7 @@ set +e
     --metric "$SPECTUNE_METRIC" --json >"$out/production.json" 2>"$out/drift.err"
 rc=$?
 if [ "$rc" = 0 ] || [ "$rc" = 3 ]; then  # the same report as text, from the JSON (no second re-scoring)
-    "$SPECTUNE_PYTHON" -c 'import json, sys; from analysis.cli.production import print_drift
+    "$SPECTUNE_PYTHON" -c 'import json, sys; from spectune.commands.production import print_drift
 print_drift(json.load(open(sys.argv[1])))' "$out/production.json" >"$out/production.txt"
 fi
 set -e

@@ -18,6 +18,7 @@ import io
 from pathlib import Path
 
 from ingest.errors import InputError
+from ingest.filechecks import HEAD_BYTES, PARQUET_MAGIC, head_bytes
 from ingest.results import (
     guidellm,
     jsonstream,
@@ -35,7 +36,6 @@ from ingest.results.source import check_size, scan_text
 EXPECTED = ("expected vllm bench serve JSON, a vllm bench sweep folder, a GuideLLM report, SGLang bench_serving or "
             "bench_speculative JSONL, Spec-Bench output JSONL, a published-results CSV, a published cells table (or "
             "its folder) or a spectune export folder")
-HEAD_BYTES = 1 << 16
 
 
 # What the formats' ``looks_like`` tests read of the first document: its keys, GuideLLM's first benchmark's
@@ -70,9 +70,8 @@ def detect(path: Path) -> str:
             return published_cells.FORMAT
         raise InputError(path, 0, f"a folder without cells.parquet or SERVE-…/BENCH-… run=N.json files; {EXPECTED}")
     check_size(path)
-    with open(path, "rb") as fh:
-        head = fh.read(HEAD_BYTES)
-    if head[:4] == spectune_parquet.MAGIC:
+    head = head_bytes(path, HEAD_BYTES)
+    if head.startswith(PARQUET_MAGIC):
         if path.stem in spectune_parquet.TABLES and spectune_parquet.folder_of(path):
             return spectune_parquet.FORMAT
         raise InputError(path, 0, f"a Parquet file outside a spectune export folder; {EXPECTED}")

@@ -1,6 +1,7 @@
 """The result-format registry (selected by ``kind``) and :func:`read_files`, which parses a whole invocation.
 
-``FORMATS`` maps a kind (what ``--format`` takes) to its reader; ``auto`` detects it
+``FORMATS`` (an :class:`ingest.formats.FormatRegistry`, the mechanism the trace registry shares) maps a
+kind (what ``--format`` takes) to its reader; ``auto`` detects it
 (:mod:`ingest.results.detect`). :func:`read_files` parses every file first — plus the Spec-Bench
 ``--baseline`` file, imported as the ``none`` method — and raises on the first bad one, so nothing is
 written unless all of them are good.
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ingest.errors import InputError, UsageError
+from ingest.formats import FormatRegistry
 from ingest.results import (
     guidellm,
     published,
@@ -37,7 +39,7 @@ class ResultFormat:
     description: str
 
 
-FORMATS: dict[str, ResultFormat] = {f.name: f for f in (
+FORMATS: FormatRegistry[ResultFormat] = FormatRegistry("result", (
     ResultFormat(vllm_bench.FORMAT, vllm_bench.read, "vllm bench serve --save-result JSON (current and legacy)"),
     ResultFormat(vllm_sweep.FORMAT, vllm_sweep.read, "vllm bench sweep serve output folder (one cell per combination)"),
     ResultFormat(guidellm.FORMAT, guidellm.read, "GuideLLM benchmarks report (.json/.yaml; no acceptance)"),
@@ -50,8 +52,8 @@ FORMATS: dict[str, ResultFormat] = {f.name: f for f in (
                  "published cells table, one row per cell (data/published/vllm-amd-2026-08/cells.csv shape)"),
     ResultFormat(published_cells.POSITIONS_FORMAT, published_cells.read_positions,
                  "published per-position acceptance, imported with its cells table (…/positions.csv shape)"),
-)}
-FORMAT_CHOICES: tuple[str, ...] = ("auto", *FORMATS)
+))
+FORMAT_CHOICES: tuple[str, ...] = FORMATS.choices
 
 
 def read_file(path: Path, kind: str = "auto", opts: ReadOptions | None = None) -> ParsedFile:
@@ -62,7 +64,7 @@ def read_path(path: Path, kind: str = "auto", opts: ReadOptions | None = None) -
     """What one path holds: one ParsedFile, or one per run of a ``vllm bench sweep`` folder."""
     opts = opts or ReadOptions()
     if kind not in FORMAT_CHOICES:
-        raise UsageError(f"unknown format {kind!r} (expected one of {', '.join(FORMAT_CHOICES)})")
+        raise UsageError(f"unknown format {kind!r} (expected one of {FORMATS.expected()})")
     name = detect(path) if kind == "auto" else kind
     if path.is_dir() and name in (published_cells.FORMAT, published_cells.POSITIONS_FORMAT):
         files = published_cells.folder_files(path)  # the folder's cells table(s), then its per-position table(s)

@@ -17,7 +17,9 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from ingest import caps, sql, store
 from ingest.errors import InputError, UsageError
+from ingest.filechecks import PARQUET_MAGIC
 from ingest.results.model import ParsedFile, ReadOptions, import_run
 from ingest.results.source import check_size, sha256_file
 
@@ -30,7 +32,7 @@ REQUIRED = {
     "requests": ("run_id", "cell_id", "request_index"),
     "model_draws": ("run_id", "cell_id", "replicate"),
 }
-MAGIC = b"PAR1"
+MAGIC = PARQUET_MAGIC
 
 
 def folder_of(path: Path) -> Path | None:
@@ -128,8 +130,6 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
         raise InputError(folder / "runs.parquet", 0, "missing; expected a complete export (runs, cells, ...)")
     _check(folder, tables)
     if "requests" in tables and tables["requests"].height:
-        from ingest import store  # here, not at the top: rejecting a bad file needs no store imports
-
         tables["cell_bootstrap"] = store.bootstrap_frames(tables["cells"], tables["requests"],
                                                           tables.get("model_draws"))
     file_hash = folder_hash(folder)
@@ -144,8 +144,6 @@ def read(path: Path, opts: ReadOptions) -> ParsedFile:
 
 def export_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str], out: Path) -> dict[str, Any]:
     """Write the given runs' rows as an export folder; returns rows per table."""
-    from ingest import sql, store
-
     have = set(sql.frame(con, "SELECT run_id FROM runs")["run_id"].to_list())
     missing = [r for r in run_ids if r not in have]
     if missing:
@@ -162,8 +160,6 @@ def export_runs(con: duckdb.DuckDBPyConnection, run_ids: list[str], out: Path) -
 def write_table(frame: pl.DataFrame, out: Path, name: str) -> int:
     """Write one table as ``NAME.parquet``, or as parts when that file would be over the import cap in force
     (each part at most half the cap by rows, re-split until every part fits); returns the number of files."""
-    from ingest import caps
-
     cap = caps.limit(caps.IMPORT_CAP)
     for stale in [out / f"{name}.parquet", *out.glob(f"{name}.part-*.parquet")]:
         stale.unlink(missing_ok=True)

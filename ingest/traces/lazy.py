@@ -1,21 +1,22 @@
-"""The streaming trace reader: a pre-scanned file as one lazy polars query that validates as it reads.
+"""The validating trace query: a pre-scanned file as one lazy polars query that checks as it reads.
 
-Owns the per-request expressions of the streaming path. For the formats whose rows are plain columns
-(Azure, BurstGPT, generic CSV and generic Parquet without prompt text) :func:`lazy_trace` builds a
+Owns the per-request expressions of the trace readers' one pipeline. For the formats whose rows are plain
+columns (Azure, BurstGPT, generic CSV and generic Parquet without prompt text) :func:`lazy_trace` builds a
 ``pl.LazyFrame`` that reads only the needed columns and computes, per request, the very values
 :mod:`ingest.traces.normalise` would (same checks, same casts, timestamps parsed once with the file's
 known layout by :func:`ingest.traces.timeparse.fast_datetime_expr`) plus a ``bad`` flag that is true
-where any of those checks fails. Labels (workload, shard) are the exception: they stay raw text per
-request and are trimmed, checked and lower-cased once per distinct value after grouping
-(:func:`finish_labels`), the same rules on far fewer values. Nothing is collected here: the caller
-aggregates the frame in the streaming engine (analysis.rescore.reduce), so memory follows the aggregates,
-not the requests.
+where any of those checks fails. Labels (workload, shard) stay raw text per request and are trimmed, checked
+and lower-cased by :func:`finish_labels`. Two consumers, one query: :func:`normalised` collects it into the
+normalised frame (``ingest trace``, the dashboard, ``read_trace``), and re-scoring aggregates it in the
+streaming engine (analysis.rescore.reduce), so memory follows the aggregates, not the requests.
 
-The flag only has to be *safe*: when any row is flagged, the caller reads the file again with the exact
-reader (:func:`ingest.traces.read_trace`), which names the file, the line and the problem — so every
-error message is the exact reader's, and a clean file's numbers are the exact reader's numbers.
-Files this path does not cover (JSON formats, prompt text to classify or count, ``.gz``, an unresolved
-``auto`` timestamp unit) return ``None`` and take the exact reader.
+The flag only has to be *safe*: when any row is flagged, the exact parse (the format's reader in
+:mod:`ingest.traces.registry` and :func:`ingest.traces.normalise.normalise`) reads the file to name the file,
+the line and the problem — so every error message is the exact parse's, and a clean file's numbers are the
+ones it would give (checked on the test corpus: same frames, same errors). It also decides the rare values
+this query leaves to it (``12.0`` as a count, a date-time layout the fast parsers do not take). Files this
+query does not cover (JSON formats, prompt text to classify or count, ``.gz``, an unresolved ``auto``
+timestamp unit) return ``None`` and take the exact parse, their one reader.
 """
 
 from __future__ import annotations
@@ -25,14 +26,17 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ingest.traces.blanklines import COMPACT_ABOVE
 from ingest.traces.checks import LABEL_FORBIDDEN, MAX_ABS_SECONDS, MAX_LABEL_CHARS, UNIT_SCALE
 from ingest.traces.csvread import CsvHeader, read_header
 from ingest.traces.generic import resolve_mapping
 from ingest.traces.limits import Limits
 from ingest.traces.mapping import AUTO_UNIT, TraceMapping
 from ingest.traces.normalise import COUNTER_LIMIT_FACTOR
+from ingest.traces.parquet import type_problem
+from ingest.traces.schema import TRACE_SCHEMA
 from ingest.traces.source import Source
-from ingest.traces.timeparse import fast_datetime_expr, parse_datetime_seconds, strict_datetime_expr
+from ingest.traces.timeparse import datetime_seconds, fast_datetime_expr, parse_datetime_seconds, strict_datetime_expr
 
 STREAMABLE = frozenset({"azure", "burstgpt", "csv", "parquet"})
 FIXED = {  # format -> (columns, timestamp unit); both required by the format
@@ -82,15 +86,17 @@ def _missing_and_number(fld: str, dtype: pl.DataType, whole: bool = False) -> di
     return {_parts(fld, "miss"): c.is_null(), _parts(fld, "num"): c.cast(pl.Float64)}
 
 
-def _count(fld: str, dtype: pl.DataType, *, required: bool, limit: int) -> Step:
-    """(Int64 value, bad) as ingest.traces.checks.check_counts decides."""
+def _count(fld: str, dtype: pl.DataType, *, required: bool, limit: int, general: bool = False) -> Step:
+    """(Int64 value, bad) as ingest.traces.checks.check_counts decides. ``general``: text is read as that check
+    reads it (trimmed, then any number that is whole: ``12.0``, `` 4 ``), not only as a plain integer."""
     if dtype.is_integer():  # whole and finite already: only the range to check, no float round trip
         c = pl.col(fld)
         bad = (c.is_null() & required) | (c < 0) | (c > limit)
         return {}, c.cast(pl.Int64), bad.fill_null(False)
-    first = _missing_and_number(fld, dtype, whole=True)
+    text_int = dtype == pl.String and not general
+    first = _missing_and_number(fld, dtype, whole=text_int)
     missing, num = pl.col(_parts(fld, "miss")), pl.col(_parts(fld, "num"))
-    if dtype == pl.String:  # an Int64 already
+    if text_int:  # an Int64 already
         bad = (missing & required) | (~missing & (num.is_null() | (num < 0) | (num > limit)))
         return first, num, bad.fill_null(False)
     bad = (missing & required) | (~missing & (num.is_null() | num.is_nan() | (num < 0) | (num != num.floor())
@@ -184,8 +190,6 @@ def _sample(lf: pl.LazyFrame, col: pl.Expr, head: pl.LazyFrame | None = None) ->
 def _resolved_unit(lf: pl.LazyFrame, col: pl.Expr, dtype: pl.DataType, head: pl.LazyFrame | None = None
                    ) -> str | None:
     """A bare ``timestamp`` column's unit, as checks.resolve_auto_unit decides (None: the exact reader's error)."""
-    from ingest.traces.timeparse import datetime_seconds
-
     if isinstance(dtype, pl.Datetime | pl.Date):
         return "datetime"
     if dtype != pl.String:
@@ -201,7 +205,8 @@ def lazy_trace(src: Source, kind: str, mapping: TraceMapping | None, limits: Lim
     """The file as a validating lazy query, or None when only the exact reader can read it.
 
     ``workload`` is the per-file choice (``--workload`` or the format's file-name hint) that fills
-    unlabelled rows. ``general_timestamps`` also tries the general date-time parser on rows the file's
+    unlabelled rows. ``general_timestamps`` (the general pass) reads CSV token counts as text, checked as
+    checks.check_counts does, and also tries the general date-time parser on rows the file's
     own layout rejects (a second, rarer pass: the exact reader does the same). ``data``: CSV bytes to read
     instead of the file (a guess at a file's time span from its last lines)."""
     if kind not in STREAMABLE or src.data_path != src.path:  # .gz: inflated copies take the exact reader
@@ -229,8 +234,9 @@ def _csv(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, w
     if idx is None:
         return None
     # Token counts are parsed as integers by the CSV reader itself (a plain integer, spaces before it allowed):
-    # a value it cannot parse ("12.0", "4 ") fails the pass, and the exact reader, which accepts those, decides.
-    counts = {i for fld, i in idx.items() if fld in COUNT_FIELDS}
+    # a value it cannot parse ("12.0", "4 ") fails the first pass; the general pass reads them as text and
+    # checks them as checks.check_counts does (~1 s CPU more per 10 M rows, so only when the first pass failed).
+    counts = set() if general else {i for fld, i in idx.items() if fld in COUNT_FIELDS}
     dtypes = [pl.Int64() if i in counts else pl.String() for i in range(len(header.names))]
     lf = pl.scan_csv(io.BytesIO(data) if data is not None else src.data_path, infer_schema=False, has_header=True,
                      glob=False, quote_char='"', schema_overrides=dtypes)
@@ -250,7 +256,7 @@ def _csv(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, w
         head = pl.scan_csv(io.BytesIO(src.head[:end + 1]), infer_schema=False, has_header=True, glob=False,
                            quote_char='"', schema_overrides=dtypes)
         head = _drop_blank(head.select(*picks), first, rest, trim=True)
-    schema = {f: pl.Int64() if f in COUNT_FIELDS else pl.String() for f in fields}
+    schema = {f: pl.Int64() if f in COUNT_FIELDS and not general else pl.String() for f in fields}
     return _finish(lf, schema, kind, unit, required_ts, limits, workload, general, head)
 
 
@@ -285,8 +291,6 @@ def _indices(header: CsvHeader, wanted: dict[str, str]) -> dict[str, int] | None
 
 def _parquet(src: Source, mapping: TraceMapping | None, limits: Limits, workload: str | None,
              general: bool) -> LazyTrace | None:
-    from ingest.traces.parquet import _type_problem
-
     lf = pl.scan_parquet(src.data_path, glob=False)
     schema = lf.collect_schema()
     m = resolve_mapping(src, schema.names(), mapping, 0)
@@ -294,7 +298,7 @@ def _parquet(src: Source, mapping: TraceMapping | None, limits: Limits, workload
         return None
     picks, types = [], {}
     for fld, col in m.columns().items():
-        if col not in schema or _type_problem(fld, schema[col], m.timestamp_unit) is not None:
+        if col not in schema or type_problem(fld, schema[col], m.timestamp_unit) is not None:
             return None
         expr, dtype = pl.col(col), schema[col]
         if isinstance(dtype, pl.Categorical | pl.Enum):
@@ -322,7 +326,7 @@ def _finish(lf: pl.LazyFrame, types: dict[str, pl.DataType], kind: str, unit: st
     for fld in ("input_tokens", "output_tokens"):
         if fld not in types:
             return None
-        add(fld, _count(fld, types[fld], required=True, limit=limit))
+        add(fld, _count(fld, types[fld], required=True, limit=limit, general=general))
     ts_missing: pl.Expr = pl.lit(True)
     sample = None
     if "timestamp" in types:
@@ -347,7 +351,7 @@ def _finish(lf: pl.LazyFrame, types: dict[str, pl.DataType], kind: str, unit: st
             out[fld] = pl.lit(None, pl.String)
     for fld in ("drafted_tokens", "accepted_tokens"):
         if fld in types:
-            add(fld, _count(fld, types[fld], required=False, limit=limit * COUNTER_LIMIT_FACTOR))
+            add(fld, _count(fld, types[fld], required=False, limit=limit * COUNTER_LIMIT_FACTOR, general=general))
         else:
             out[fld] = pl.lit(None, pl.Int64)
     frame = lf.with_columns(**first).select(*(e.alias(k) for k, e in out.items()), ts_missing.alias("ts_missing"),
@@ -357,3 +361,94 @@ def _finish(lf: pl.LazyFrame, types: dict[str, pl.DataType], kind: str, unit: st
     return LazyTrace(frame=frame.select(COLUMNS), format=kind, timestamp_required=required_ts,
                      has_timestamp_column="timestamp" in types, text_datetime=sample is not None, workload=workload,
                      labels=tuple(f for f in ("workload", "shard") if f in types))
+
+
+YEAR_S = 365.25 * 86_400
+
+
+def normalised(src: Source, kind: str, mapping: TraceMapping | None, limits: Limits, workload: str | None
+               ) -> tuple[pl.DataFrame, dict[str, int], list[str]] | None:
+    """The trace in TRACE_SCHEMA from the validating query, as :func:`ingest.traces.normalise.normalise` makes it
+    from the exact reader's columns: the same checks, drops, order, warnings and rebased times.
+
+    None when the query does not cover the file (:func:`lazy_trace`) or flags anything — a bad value, a missing
+    timestamp, a request too far back in time, nothing left: the exact parse then locates the error (file:line)
+    or decides the rows this pass could not (``12.0`` as a count, a date-time in an unusual layout). A CSV
+    padded with many blank lines also takes the exact parse, which reads a compacted copy: collected whole, the
+    query would hold a row per blank line (~18 bytes each; 40 MB of newlines peaked 735 MB above the imports)."""
+    if src.blank_lines > COMPACT_ABOVE:
+        return None
+    for general in (False, True):
+        lt = lazy_trace(src, kind, mapping, limits, workload, general_timestamps=general)
+        if lt is None:  # not covered, or the first lines already fail the first pass ("12.0" as a count)
+            continue
+        try:
+            df = lt.frame.with_row_index("request_index").collect(engine="streaming")
+        except pl.exceptions.PolarsError:  # "12.0" as a count (the general pass reads it), a malformed CSV row
+            if general or kind == "parquet":  # (the exact parse names its line)
+                return None
+            continue
+        if df.height and not df["bad"].any():
+            return _normalised(df, lt, limits)
+        if not lt.text_datetime and kind == "parquet":  # typed columns: the general pass reads nothing more
+            return None
+    return None
+
+
+def _labels_by_value(df: pl.DataFrame, lt: LazyTrace) -> pl.DataFrame | None:
+    """:func:`finish_labels` per request, run on each label column's distinct values and mapped back onto the
+    rows (regex and trimming on 10 M label texts cost ~2 s CPU; on their few distinct values, nothing)."""
+    out = {}
+    for fld in lt.labels:
+        values = df.get_column(fld).unique().drop_nulls()
+        other = "shard" if fld == "workload" else "workload"
+        done = finish_labels(pl.DataFrame({fld: values, other: pl.Series(other, [None] * values.len(), pl.String)}),
+                             None)
+        if done is None:
+            return None
+        out[fld] = pl.col(fld).replace_strict(values, done.get_column(fld), default=None, return_dtype=pl.String)
+    df = df.with_columns(**out) if out else df
+    if lt.workload is not None:
+        df = df.with_columns(pl.col("workload").fill_null(pl.lit(lt.workload.strip().lower())))
+    return df
+
+
+def _normalised(df: pl.DataFrame, lt: LazyTrace, limits: Limits
+                ) -> tuple[pl.DataFrame, dict[str, int], list[str]] | None:
+    labelled = _labels_by_value(df, lt)
+    if labelled is None:
+        return None
+    df = labelled
+    n_missing = int(df["ts_missing"].sum())
+    has_ts = lt.has_timestamp_column and not (n_missing == df.height and not lt.timestamp_required)
+    if has_ts and n_missing:
+        return None
+    zero_out = pl.col("output_tokens") == 0
+    zero_in = (pl.col("input_tokens") == 0) & ~zero_out
+    counts = df.select(zero_out.sum().alias("zero_output_tokens"), zero_in.sum().alias("zero_input_tokens")).row(0,
+                                                                                                          named=True)
+    dropped = {reason: int(n) for reason, n in counts.items() if n}
+    df = df.filter(~(zero_out | zero_in))
+    if df.height == 0:
+        return None
+    warnings: list[str] = []
+    if has_ts:
+        ts = df["ts"]
+        back = ts.cum_max() - ts
+        worst = float(back.max())  # type: ignore[arg-type]
+        if worst > limits.max_backwards_s:
+            return None
+        if worst > 0:
+            warnings.append(f"{int((back > 0).sum())} requests were out of time order (by at most {worst:.3f} s) "
+                            "and were sorted by timestamp")
+            df = df.sort("ts", maintain_order=True)
+        span = float(ts.max() - ts.min())  # type: ignore[operator]
+        if span > limits.warn_span_s:
+            warnings.append(f"requests span {span / YEAR_S:,.1f} years from first to last arrival; real traces "
+                            "cover hours to weeks: check the timestamp column and its unit")
+        df = df.with_columns(pl.col("ts") - pl.col("ts").min())
+    else:
+        df = df.with_columns(pl.lit(None, pl.Float64).alias("ts"))
+    frame = df.select(pl.col("ts").alias("timestamp_s"), pl.lit(None, pl.String).alias("prompt"),
+                      *(c for c in TRACE_SCHEMA if c not in ("timestamp_s", "prompt")))
+    return frame.select(list(TRACE_SCHEMA)).cast(TRACE_SCHEMA), dropped, warnings  # type: ignore[arg-type]

@@ -25,7 +25,7 @@ def _first_line(exc: Exception) -> str:
     return (text.splitlines()[0] if text else type(exc).__name__)[:160]
 
 
-def _type_problem(fld: str, dtype: pl.DataType, unit: str) -> str | None:
+def type_problem(fld: str, dtype: pl.DataType, unit: str) -> str | None:
     if fld in COUNT_FIELDS or (fld == "timestamp" and unit in ("s", "ms", "us")):
         return None if dtype.is_numeric() else "a numeric column"
     if fld == "timestamp":  # datetime or auto
@@ -47,7 +47,7 @@ def read_parquet(src: Source, mapping: TraceMapping | None, limits: Limits) -> R
     for fld, col in m.columns().items():
         if col not in schema:
             raise src.fail(0, f"missing column {col!r} (mapped to {fld}); found {', '.join(schema.names()[:12])}")
-        want = _type_problem(fld, schema[col], m.timestamp_unit)
+        want = type_problem(fld, schema[col], m.timestamp_unit)
         if want is not None:
             raise src.fail(0, f"column {col!r} ({fld}) has type {schema[col]}; expected {want}")
         expr = pl.col(col)

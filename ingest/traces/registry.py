@@ -1,6 +1,8 @@
-"""The format registry and :func:`read_trace`, the one entry point for reading a traffic trace.
+"""The trace format registry and :func:`read_trace`, the one entry point for reading a traffic trace.
 
-``FORMATS`` maps a format name (what ``--format`` takes) to its reader; ``auto`` detects the name
+``FORMATS`` (an :class:`ingest.formats.FormatRegistry`, the mechanism the result registry shares) maps a
+format name (what ``--format`` takes) to its reader and, for formats that say their workload only in the
+file name, the guess from that name; ``auto`` detects the name
 first (:mod:`ingest.traces.detect`). Every reader returns a :class:`~ingest.traces.normalise.RawTable`
 and :func:`~ingest.traces.normalise.normalise` turns it into the one trace schema, so validation,
 drops and ordering are identical for all formats. Bad input raises ``InputError`` (one line, with
@@ -14,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.errors import InputError
+from ingest.formats import FormatRegistry
 from ingest.traces.azure import read_azure
 from ingest.traces.azure import workload_from_name as azure_workload
 from ingest.traces.burstgpt import read_burstgpt
 from ingest.traces.detect import detect_kind
 from ingest.traces.generic import read_generic_csv, read_generic_jsonl
+from ingest.traces.lazy import STREAMABLE, normalised
 from ingest.traces.limits import DEFAULT_LIMITS, Limits
 from ingest.traces.mapping import TraceMapping
 from ingest.traces.mooncake import read_mooncake
@@ -42,31 +46,30 @@ class TraceFormat:
     container: str  # csv | jsonl | json | parquet
     takes_mapping: bool
     description: str
+    # the workload the file's name says, for formats whose files say it nowhere else (below --workload)
+    name_hint: Callable[[str], str | None] | None = None
 
 
-FORMATS: dict[str, TraceFormat] = {
-    f.name: f
-    for f in (
-        TraceFormat("azure", read_azure, "csv", False, "Azure LLM inference trace 2023/2024 (CSV)"),
-        TraceFormat("burstgpt", read_burstgpt, "csv", False, "BurstGPT trace, 6- or 8-column release (CSV)"),
-        TraceFormat("mooncake", read_mooncake, "jsonl", False, "Mooncake FAST'25 trace (JSONL)"),
-        TraceFormat("sharegpt", read_sharegpt, "json", False, "ShareGPT conversations (JSON list or JSONL)"),
-        TraceFormat("jsonl", read_generic_jsonl, "jsonl", True, "vLLM custom dataset or mapped JSONL"),
-        TraceFormat("specbench", read_specbench, "jsonl", False, "Spec-Bench question.jsonl"),
-        TraceFormat("csv", read_generic_csv, "csv", True, "generic CSV with a column mapping"),
-        TraceFormat("parquet", read_parquet, "parquet", True, "generic Parquet with a column mapping"),
-    )
-}
-FORMAT_CHOICES: tuple[str, ...] = ("auto", *FORMATS)
+FORMATS: FormatRegistry[TraceFormat] = FormatRegistry("trace", (
+    TraceFormat("azure", read_azure, "csv", False, "Azure LLM inference trace 2023/2024 (CSV)", azure_workload),
+    TraceFormat("burstgpt", read_burstgpt, "csv", False, "BurstGPT trace, 6- or 8-column release (CSV)"),
+    TraceFormat("mooncake", read_mooncake, "jsonl", False, "Mooncake FAST'25 trace (JSONL)", mooncake_workload),
+    TraceFormat("sharegpt", read_sharegpt, "json", False, "ShareGPT conversations (JSON list or JSONL)"),
+    TraceFormat("jsonl", read_generic_jsonl, "jsonl", True, "vLLM custom dataset or mapped JSONL"),
+    TraceFormat("specbench", read_specbench, "jsonl", False, "Spec-Bench question.jsonl"),
+    TraceFormat("csv", read_generic_csv, "csv", True, "generic CSV with a column mapping"),
+    TraceFormat("parquet", read_parquet, "parquet", True, "generic Parquet with a column mapping"),
+))
+FORMAT_CHOICES: tuple[str, ...] = FORMATS.choices
 # Formats whose files say their workload only in the file name (a hint below an explicit --workload).
-NAME_HINTS: dict[str, Callable[[str], str | None]] = {"azure": azure_workload, "mooncake": mooncake_workload}
+NAME_HINTS: dict[str, Callable[[str], str | None]] = {f.name: f.name_hint for f in FORMATS.values() if f.name_hint}
 
 
 def check_request(path: Path, fmt: str, mapping: TraceMapping | None, workload: str | None) -> bool | None:
     """The checks on the arguments of a read (before any byte is read); returns what to expect of the
     file: Parquet (True), not Parquet (False) or either (None). Shared with the streaming reader."""
     if fmt not in FORMAT_CHOICES:
-        raise InputError(path, 0, f"unknown format {fmt!r}; expected one of {', '.join(FORMAT_CHOICES)}")
+        raise InputError(path, 0, f"unknown format {fmt!r}; expected one of {FORMATS.expected()}")
     if fmt != "auto" and mapping is not None and not FORMATS[fmt].takes_mapping:
         raise InputError(path, 0, f"format {fmt} has fixed columns; a column mapping applies to csv, jsonl, parquet")
     if workload is not None and (not workload.strip() or len(workload) > 64):
@@ -98,13 +101,20 @@ def read_trace(
         if kind != "sharegpt":  # only the ShareGPT document reader copes with unbounded lines
             src.check_line_cap()
         spec = FORMATS[kind]
+        # the display name first: an upload is read from a temp file whose own name says nothing
+        hint = (spec.name_hint(name or "") or spec.name_hint(path.name)) if spec.name_hint else None
+        if kind in STREAMABLE:  # one validating query; the exact parse below only when it flags something
+            done = normalised(src, kind, mapping, limits, workload if workload is not None else hint)
+            if done is not None:
+                frame, dropped, warnings = done
+                return TraceFrame(frame=frame, format=kind, file_hash=src.sha256, name=name or path.name,
+                                  dropped=dropped, warnings=tuple(warnings))
         try:
             raw = spec.reader(src, mapping, limits)
         except RecursionError:  # a reader's own recursion on pathological input: still bad input
             raise InputError(path, 0, "input nested too deeply to read") from None
-        if raw.workload_hint is None and (hint := NAME_HINTS.get(kind)):
-            # the display name first: an upload is read from a temp file whose own name says nothing
-            raw.workload_hint = hint(name or "") or hint(path.name)
+        if raw.workload_hint is None:
+            raw.workload_hint = hint
         frame, dropped, warnings = normalise(path, raw, limits, workload)
         return TraceFrame(
             frame=frame,

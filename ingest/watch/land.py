@@ -3,7 +3,7 @@
 Rows go in through DuckDB's Arrow path with ``INSERT OR IGNORE`` on the tables' primary keys, one
 transaction per scrape round, so a watcher killed mid-write leaves whole rounds only and a re-run or an
 overlapping Prometheus backfill adds nothing twice. The connection is opened per round
-(:func:`ingest.store.session`) so dashboards and other writers can take turns with a long-running watch.
+(:func:`ingest.open_store.session`) so dashboards and other writers can take turns with a long-running watch.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ingest import schema, sql, store
+from ingest import open_store, schema, sql, store
 from ingest.watch.exposition import VALUE_FIELDS, Sample
 from ingest.watch.targets import Target
 
@@ -110,7 +110,7 @@ def write(con, batch: Batch) -> dict[str, int]:
 
 
 def write_to(db: str | Path | None, batch: Batch) -> dict[str, int]:
-    with store.session(db) as con:
+    with open_store.session(db) as con:
         return write(con, batch)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from ingest import store
+from ingest import open_store
 from ingest.watch import land
 from ingest.watch.bounded import ByteLRU, text_bytes
 from ingest.watch.exposition import MAX_PAGE_LABEL_BYTES, MAX_SERIES_BYTES
@@ -247,7 +247,7 @@ class Watcher:
         self.report.rounds += 1
 
     def _land(self, batch: land.Batch) -> dict[str, int]:
-        with store.session(self.opts.db) as con:
+        with open_store.session(self.opts.db) as con:
             seen_ids: set[str] = set()
             for r in sorted(batch.rows, key=lambda r: r.ts):
                 if r.target_id not in seen_ids:

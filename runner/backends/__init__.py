@@ -5,21 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from runner.backends.base import Backend
+from runner.backends.sim import SimBackend
+from runner.backends.vllm import VllmBackend
 
-
-def _sim() -> Backend:
-    from runner.backends.sim import SimBackend
-
-    return SimBackend()
-
-
-def _vllm() -> Backend:
-    from runner.backends.vllm import VllmBackend
-
-    return VllmBackend()
-
-
-BACKENDS: dict[str, Callable[[], Backend]] = {"sim": _sim, "vllm": _vllm}
+BACKENDS: dict[str, Callable[[], Backend]] = {"sim": SimBackend, "vllm": VllmBackend}
 
 
 def get_backend(kind: str) -> Backend:

@@ -36,6 +36,8 @@ class HostFacts:
 
 
 Sink = Callable[[CellOutcome], None]
+# (current server config label, cells done, cells total); None leaves a count as it was (a status note)
+Progress = Callable[[str, int | None, int | None], None]
 
 
 class Backend(Protocol):

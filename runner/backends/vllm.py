@@ -1,7 +1,7 @@
 """The real-vLLM backend (``--backend vllm``): one server per server config, its cells measured in turn.
 
-Per server config: launch through the launch template (the matrix's ``run.launch``, else
-``$SPECTUNE_VLLM_LAUNCH``, else ``vllm serve {model} --host 127.0.0.1 --port {port} {args}``; a ROCm
+Per server config: launch through the launch template (the matrix's ``run.launch``, else the ``vllm_launch``
+setting (docs/settings.md), else ``vllm serve {model} --host 127.0.0.1 --port {port} {args}``; a ROCm
 container command works the same way) with ``--speculative-config`` exactly as vLLM parses it, wait for
 ``/health`` (``run.startup_timeout_s``), warm up, then measure each cell (runner.vllm.cell). Or attach to
 a running ``--endpoint`` (one server config only: the runner cannot change a server it did not start).
@@ -20,14 +20,15 @@ import re
 import shlex
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import httpx
 
+from ingest import settings as settings_mod
 from ingest.errors import InputError, UsageError
 from ingest.records import CellKey
+from ingest.settings import Settings
 from runner import hostfacts
-from runner.backends.base import CellOutcome, HostFacts, Sink
+from runner.backends.base import CellOutcome, HostFacts, Progress, Sink
 from runner.matrix import DEFAULT_LAUNCH, Matrix, ServerConfig, key_line
 from runner.vllm import pidfile
 from runner.vllm.cell import Target, auth_headers, measure_cell
@@ -43,10 +44,7 @@ from runner.vllm.server import (
 )
 from runner.workloads import WorkloadRequests, filler_words, load_workload, synth_prompt
 
-if TYPE_CHECKING:
-    from runner.execute import Progress
-
-LAUNCH_ENV = "SPECTUNE_VLLM_LAUNCH"
+LAUNCH_ENV = settings_mod.VLLM_LAUNCH.env
 MAX_RESTARTS = 1  # per server config: one flaky crash is survivable, a crash loop is not
 WARMUP_MAX_TOKENS = 32
 
@@ -56,17 +54,21 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "x"
 
 
-def launch_template(matrix: Matrix) -> str:
+def launch_template(matrix: Matrix, settings: Settings | None = None) -> str:
+    """The matrix's run.launch, else the ``vllm_launch`` setting (default: this process's settings), else
+    :data:`DEFAULT_LAUNCH`."""
     if matrix.launch != DEFAULT_LAUNCH:
         return matrix.launch
-    return os.environ.get(LAUNCH_ENV) or DEFAULT_LAUNCH
+    return (settings if settings is not None else settings_mod.load()).vllm_launch or DEFAULT_LAUNCH
 
 
 class VllmBackend:
     kind = "vllm"
 
-    def __init__(self, endpoint: str | None = None, host_checks: bool = True) -> None:
+    def __init__(self, endpoint: str | None = None, host_checks: bool = True,
+                 settings: Settings | None = None) -> None:
         self.endpoint = normalize_endpoint(endpoint) if endpoint else None
+        self.settings = settings if settings is not None else settings_mod.load()
         # Launch command, model paths and run.port are checked on the host that launches: not on a Ray
         # driver, whose GPU nodes hold vLLM and the models (each node's task checks its own).
         self.host_checks = host_checks
@@ -90,8 +92,8 @@ class VllmBackend:
                                  f"{len(matrix.server_configs())} server configs")
             check_endpoint(self.endpoint, matrix.server_configs()[0])
         elif self.host_checks:
-            check_synthetic(matrix)
-            check_launch(matrix)
+            check_synthetic(matrix, settings=self.settings)
+            check_launch(matrix, self.settings)
         self.run_dir = Path(runs_dir) / slug(run_id)
         self.reaped = pidfile.reap(self.run_dir) if self.run_dir.is_dir() else []
         if self.host_checks and not self.endpoint and matrix.port is not None and port_in_use(matrix.port):
@@ -109,7 +111,7 @@ class VllmBackend:
         if self.endpoint:
             version = hostfacts.vllm_version_from_endpoint(self.endpoint)
         else:
-            version = hostfacts.vllm_version_from_launch(launch_template(matrix), matrix.env)
+            version = hostfacts.vllm_version_from_launch(launch_template(matrix, self.settings), matrix.env)
         notes = [gpus.notes()]
         if self.endpoint:
             notes.append(f"attached to {self.endpoint}")
@@ -189,7 +191,7 @@ class VllmBackend:
             draft_model=fam.draft_models.get(config.method) or meth.draft_model,
             tensor_parallel_size=fam.tensor_parallel_size, extra_flags=fam.vllm_args,
             schedule=config.schedule, synthetic_rates=config.synthetic_rates, per_request=per_request,
-            command_template=launch_template(matrix), env=matrix.env, cwd=self.run_dir,
+            command_template=launch_template(matrix, self.settings), env=matrix.env, cwd=self.run_dir,
         )
         try:
             server.start()
@@ -216,7 +218,7 @@ class VllmBackend:
         asyncio.run(run_load(base_url, model, prompts, min(2, len(prompts)), endpoint=matrix.endpoint,  # type: ignore[arg-type]
                              max_tokens=min(wl.max_tokens, WARMUP_MAX_TOKENS), temperature=wl.temperature,
                              timeout_s=matrix.request_timeout_s, stall_timeout_s=matrix.stall_timeout_s,
-                             headers=auth_headers()))
+                             headers=auth_headers(self.settings)))
 
     def _requests_for(self, base_url: str, model: str, workload: str) -> WorkloadRequests:
         """A workload's requests for this server: a trace's synthesized prompts re-made to the trace's input
@@ -272,18 +274,19 @@ def key_line_of(matrix: Matrix, parts: list[str]) -> int:
         return 0
 
 
-def _launch_source(matrix: Matrix) -> str:
+def _launch_source(matrix: Matrix, settings: Settings) -> str:
     if matrix.launch != DEFAULT_LAUNCH:
         return "run.launch"
-    if os.environ.get(LAUNCH_ENV):
+    if settings.vllm_launch:
         return f"${LAUNCH_ENV}"
     return f"the default launch template {DEFAULT_LAUNCH!r}"
 
 
-def check_launch(matrix: Matrix) -> None:
+def check_launch(matrix: Matrix, settings: Settings | None = None) -> None:
     """The launch command can be split and found, and local model paths exist — else every server start of
-    the run would fail, one by one, after the run had begun."""
-    template, source = launch_template(matrix), _launch_source(matrix)
+    the run would fail, one by one, after the run had begun. ``settings``: default this process's."""
+    settings = settings if settings is not None else settings_mod.load()
+    template, source = launch_template(matrix, settings), _launch_source(matrix, settings)
 
     def bad(message: str, parts: list[str] | None = None) -> Exception:
         if parts is not None:
@@ -291,7 +294,7 @@ def check_launch(matrix: Matrix) -> None:
         if source == "run.launch":
             return InputError(matrix.path, key_line_of(matrix, ["run", "launch"]), f"run.launch: {message}")
         return UsageError(f"{source}: {message}" + ("" if source.startswith("$") else
-                                                    "; set run.launch or $SPECTUNE_VLLM_LAUNCH (docs/hosts.md)"))
+                                                    f"; set run.launch or ${LAUNCH_ENV} (docs/hosts.md)"))
 
     try:
         argv = shlex.split(template)
@@ -325,7 +328,7 @@ def check_launch(matrix: Matrix) -> None:
 SYNTHETIC_CPU_REASON = "Synthetic acceptance not supported with CPU sampling"
 
 
-def check_synthetic(matrix: Matrix, gpu_model: str | None = None) -> None:
+def check_synthetic(matrix: Matrix, gpu_model: str | None = None, settings: Settings | None = None) -> None:
     """Refuse synthetic-acceptance server configs on a host without GPUs (a remote launcher's host is not this
     one, so it is not checked)."""
     configs = [c for c in matrix.server_configs()
@@ -334,7 +337,7 @@ def check_synthetic(matrix: Matrix, gpu_model: str | None = None) -> None:
     if not configs:
         return
     try:
-        exe = Path(shlex.split(launch_template(matrix))[0]).name
+        exe = Path(shlex.split(launch_template(matrix, settings))[0]).name
     except (ValueError, IndexError):
         exe = ""
     if exe in REMOTE_LAUNCHERS:

@@ -11,7 +11,6 @@ stitched into one window (request starts offset by the batches before).
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -23,15 +22,16 @@ import polars as pl
 
 from ingest.cellstats import seed_for
 from ingest.records import CellKey, SpecCounters
-from runner.adaptive import AdaptiveSpec, Stopper
+from ingest.settings import Settings
+from ingest.settings import load as load_settings
+from runner.adaptive import Stopper
 from runner.backends.base import CellOutcome
-from runner.matrix import Matrix
+from runner.matrix import AdaptiveSpec, Matrix
 from runner.vllm.client import LoadResult, run_load
 from runner.vllm.metrics import delta, snapshot
 from runner.workloads import WorkloadRequests
 
 DEATH_GRACE_S = 2.0  # after connection errors: how long a crash may take to show as an exit
-API_KEY_ENV = "SPECTUNE_VLLM_API_KEY"  # bearer token for a remote endpoint; read here, never stored
 
 
 @dataclass(slots=True)
@@ -43,8 +43,10 @@ class Target:
     died: Callable[[], str | None]  # None while alive, else why it is gone (exit code + log tail)
 
 
-def auth_headers() -> dict[str, str]:
-    key = os.environ.get(API_KEY_ENV)
+def auth_headers(settings: Settings | None = None) -> dict[str, str]:
+    """The bearer token of the ``vllm_api_key`` setting (default: this process's settings) as a header; sent,
+    never stored."""
+    key = (settings if settings is not None else load_settings()).vllm_api_key
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 

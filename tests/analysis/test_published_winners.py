@@ -16,7 +16,6 @@ from pathlib import Path
 from tests.conftest import REPO, cli
 
 CELLS = REPO / "data" / "published" / "vllm-amd-2026-08" / "cells.csv"
-OFF = {"SPECTUNE_CACHE": "off"}
 
 
 def _best_by_table(path: Path) -> dict[tuple[str, str], tuple[str, int]]:
@@ -31,7 +30,7 @@ def _best_by_table(path: Path) -> dict[tuple[str, str], tuple[str, int]]:
 
 
 def _winners(db: Path, *args: str) -> dict:
-    res = cli("analysis", "winners", *args, "--json", db=db, env=OFF)
+    res = cli("analysis", "winners", *args, "--json", db=db)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
@@ -49,7 +48,7 @@ def test_fresh_default_store_answers_per_model_and_dataset(tmp_path: Path) -> No
         assert (c["winner"]["method"], c["winner"]["depth"]) == want[key], key
         assert c["winner"]["method"] != "none" and c["gain_vs_none_pct"] > 0
     assert '"concurrency": 0' not in json.dumps(doc)
-    text = cli("analysis", "winners", "--backend", "import", "--model", "Qwen3.5-122B-A10B", db=db, env=OFF)
+    text = cli("analysis", "winners", "--backend", "import", "--model", "Qwen3.5-122B-A10B", db=db)
     assert text.returncode == 0, text.stderr
     lines = [ln for ln in text.stdout.splitlines() if "· load not stated" in ln]
     assert len(lines) == 4 and all("Qwen3.5-122B-A10B" in ln and "c=0" not in ln for ln in lines)
@@ -104,7 +103,7 @@ def test_a_new_table_for_models_not_in_the_repository(tmp_path: Path) -> None:
     db = tmp_path / "own.duckdb"
     res = cli("ingest", "results", str(table), "--db", str(db))
     assert res.returncode == 0, res.stderr
-    doc = json.loads(cli("analysis", "winners", "--db", str(db), "--best-depth", "--json", env=OFF).stdout)
+    doc = json.loads(cli("analysis", "winners", "--db", str(db), "--best-depth", "--json").stdout)
     got = {(c["model"], c["dataset"]): (c["winner"]["method"], c["winner"]["depth"]) for c in doc["cells"]}
     assert got == _best_by_table(table / "cells.csv")
     assert {c["workload"] for c in doc["cells"] if c["dataset"] == "HumanEval"} == {"code"}  # data/datasets.csv

@@ -64,7 +64,7 @@ def _doc(db: Path) -> dict:
 
 def _values(db: Path, column: str) -> dict[tuple, tuple[float, float, float]]:
     """(family, workload, method, depth) → (value, ci_low, ci_high) of a cells column and its replicates."""
-    from analysis.winners import interval
+    from analysis.gains import interval
 
     with store.connect(db, read_only=True) as con:
         cells = frames.cells(con)

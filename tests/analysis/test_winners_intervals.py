@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.winners import interval, intervals
+from analysis.gains import interval, intervals
 
 
 def test_vectorised_intervals_equal_numpy_percentile_per_row():

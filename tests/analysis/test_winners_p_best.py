@@ -17,8 +17,9 @@ import polars as pl
 import pytest
 
 from analysis.frames import Filters
+from analysis.gains import gain_text
 from analysis.metrics import get_metric
-from analysis.winners import decide, decide_groups, gain_text, p_best, point_noise_replicates, winners
+from analysis.winners import decide, decide_groups, p_best, point_noise_replicates, winners
 from ingest import store
 from tests.conftest import REPO, cli
 
@@ -234,16 +235,15 @@ def test_gain_text_in_words():
 
 def test_cli_flags_state_and_change_the_rule(tmp_path: Path):
     db = _sglang_store(tmp_path)
-    env = {"SPECTUNE_CACHE": "off"}
     res = cli("analysis", "winners", "--db", str(db), "--json", "--clear-at", "0.9", "--tie-at", "0.1",
-              "--point-noise", "5", env=env)
+              "--point-noise", "5")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["p_best_rule"]["clear_at"] == 0.9 and doc["p_best_rule"]["tie_at"] == 0.1
     assert doc["point_noise_pct"] == 5.0 and doc["cells"][0]["uncertainty"] == "stated noise σ=5%"
-    text = cli("analysis", "winners", "--db", str(db), env=env)
+    text = cli("analysis", "winners", "--db", str(db))
     assert text.returncode == 0 and "p_best ≥ 0.95" in text.stdout and "(p 0." in text.stdout
     assert "[uncertainty: stated noise σ=3%]" in text.stdout
     for bad in (["--clear-at", "0"], ["--tie-at", "0.99", "--clear-at", "0.9"], ["--point-noise", "-1"]):
-        res = cli("analysis", "winners", "--db", str(db), *bad, env=env)
+        res = cli("analysis", "winners", "--db", str(db), *bad)
         assert res.returncode == 2 and res.stderr.startswith("error: ") and res.stdout == ""

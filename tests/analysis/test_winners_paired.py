@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from analysis.gains import interval
 from analysis.metrics import get_metric
-from analysis.winners import decide, decide_groups, interval
+from analysis.winners import decide, decide_groups
 
 THROUGHPUT = get_metric("output_throughput")
 P99 = get_metric("p99_e2e_ms")

@@ -1,6 +1,6 @@
 """Smoke test of ``benchmarks/rescore_read.py``: the re-score CLI timed as a subprocess next to the exact-reader
-baseline and an older tree (here this one), documents compared, with spectune's bytecode in the state asked
-for. No timing assertions (speed is measured, not tested)."""
+baseline, an older tree (here this one) and the matrices computed live, documents compared, with spectune's
+bytecode in the state asked for. No timing assertions (speed is measured, not tested)."""
 
 from __future__ import annotations
 
@@ -27,5 +27,9 @@ def test_rescore_read_times_the_cli_with_compiled_bytecode_and_compares_document
         fig = doc["figures"][key]
         assert fig["requests"] > 0
         assert fig["documents_identical"] is True and fig["documents_identical_before"] is True
-        for run in ("cli", "cli_exact", "cli_before"):
+        assert fig["documents_identical_live_matrices"] is True  # kept matrices and live ones: one document
+        for run in ("cli", "cli_exact", "cli_before", "cli_live_matrices"):
             assert fig[run]["repeats"] == 1 and fig[run]["median"] > 0 and fig[run]["peak_rss_mb"] > 0
+    kept = doc["figures"]["matrices"]
+    assert kept["matrices_identical"] is True and kept["matrices"]["cells"] > 0
+    assert kept["matrices"]["median"] > 0 and kept["matrices_live"]["median"] > 0

@@ -98,6 +98,33 @@ def chart_specs(at: AppTest) -> list[dict]:
     return out
 
 
+def plotly_figures(at: AppTest) -> list[dict]:
+    """Every interactive (Plotly) chart on the page as {"figure": the figure's JSON (data + layout), "selection":
+    the selection modes it offers, "key": its widget key}."""
+    import json
+
+    return [{"figure": json.loads(el.proto.spec), "selection": list(el.proto.selection_mode), "id": el.proto.id}
+            for el in at.get("plotly_chart")]
+
+
+def figure_title(fig: dict) -> str:
+    t = fig["figure"]["layout"].get("title") or {}
+    return t.get("text", "") if isinstance(t, dict) else str(t)
+
+
+def latency_boxes(fig: dict) -> list[dict]:
+    """The drill-down latency figure's boxes: candidate, requests counted (n), outliers, and its quartiles."""
+    return [{"candidate": t["name"], "n": t["customdata"][0][0], "n_outliers": t["customdata"][0][1],
+             "q1": t["q1"][0], "median": t["median"][0], "q3": t["q3"][0]}
+            for t in fig["figure"]["data"] if t["type"] == "box"]
+
+
+def latency_figure(at: AppTest) -> dict:
+    """The one drill-down latency distribution (Plotly) on the page."""
+    (fig,) = [f for f in plotly_figures(at) if "distribution" in figure_title(f)]
+    return fig
+
+
 def plain(source: str) -> str:
     """A Markdown element's source without its backslash escapes (dashboard.md escapes data): the characters a
     reader sees, for assertions on wording."""

@@ -19,7 +19,7 @@ import pytest
 
 from dashboard.app import PAGES
 from dashboard.drill import LATENCY_COLS
-from tests.dashboard.conftest import chart_specs, open_page
+from tests.dashboard.conftest import chart_specs, figure_title, latency_boxes, latency_figure, open_page, plotly_figures
 
 GPU, FAMILY, WORKLOAD = "MI300X", "Qwen", "code"
 MODEL = "Qwen/Qwen3.5-122B-A10B"  # the big store resamples the default matrix: one model per family
@@ -59,6 +59,9 @@ def assert_binned(at, info: dict) -> list[dict]:
     assert specs
     for s in specs:  # at most one row per cell: never per request
         assert len(s["rows"]) <= info["cells"] < ALTAIR_MAX_ROWS, (s["spec"].get("title"), len(s["rows"]))
+    for f in plotly_figures(at):  # the interactive figures too: at most one point per cell
+        drawn = sum(len(t.get("x") or []) for t in f["figure"]["data"])
+        assert drawn <= info["cells"], (figure_title(f), drawn)
     return specs
 
 
@@ -67,7 +70,7 @@ def test_every_page_opens_on_the_big_store(big, page: str):
     _, info = big
     assert info["requests"] >= 10_000_000
     at = open_page(page)  # asserts no exception
-    if at.get("vega_lite_chart"):
+    if at.get("vega_lite_chart") or at.get("plotly_chart"):
         assert_binned(at, info)
 
 
@@ -77,19 +80,21 @@ def _drill_through_latencies(at, page: str, db: Path, info: dict, concurrency: i
     assert_binned(at, info)
     short = MODEL.rsplit("/", 1)[-1]
     assert any(f"{GPU} · {short} · {WORKLOAD} · c={concurrency}" in m.value for m in at.markdown)
-    assert len(at.get("vega_lite_chart")) == charts_before + 4
+    assert len(at.get("vega_lite_chart")) == charts_before + 3
     want = requests_per_candidate(db, concurrency)
     for lat in LATENCY_COLS:
         at.radio(key=f"{page}.dlat").set_value(lat).run()
         specs = assert_binned(at, info)
-        title = f"Request {lat.replace('_ms', '').upper()} distribution"
-        latency = next(s for s in specs if title in str(s["spec"].get("title", "")))
-        boxes = [r for r in latency["rows"] if r.get("part") == "box" and r.get("latency") == lat]
+        latency = latency_figure(at)  # the distribution is an interactive (Plotly) figure
+        assert figure_title(latency) == f"Request {lat.replace('_ms', '').upper()} distribution"
+        boxes = latency_boxes(latency)
         assert len(boxes) >= 2 and any(r["candidate"] == "none" for r in boxes)
         assert all(r["n"] == want[(r["candidate"], lat)] for r in boxes)  # every request counted …
         assert sum(r["n"] for r in boxes) > ALTAIR_MAX_ROWS  # … more than the chart could carry as rows
-        assert len(latency["rows"]) < 50 * len(boxes)  # a box row and ≤ 40 outlier bins per candidate
-    assert len(specs) == charts_before + 4  # candidates, acceptance by position (twice), latency distribution
+        drawn = sum(len(t.get("x") or []) for t in latency["figure"]["data"] if t["type"] == "scatter")
+        assert drawn < 40 * len(boxes)  # ≤ 40 outlier bins per candidate
+    # candidates, acceptance by position (twice) in Altair; the latency distribution in Plotly
+    assert len(specs) == charts_before + 3
 
 
 def test_winners_drilldown_from_the_landing_page(big):

@@ -3,9 +3,15 @@ view, bad parameters warn instead of failing, and the simulated banner shows."""
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from tests.dashboard.conftest import chart_specs, open_page
+import pytest
+from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+from analysis.frames import Filters
+from analysis.pareto import tradeoff
+from ingest import store
+from tests.dashboard.conftest import chart_specs, figure_title, open_page, plotly_figures
 
 PAGES = ["views/explore.py", "views/tradeoffs.py", "views/gpus.py", "views/load.py", "views/datasets.py"]
 
@@ -41,14 +47,71 @@ def test_explore_restores_gpu_and_concurrency_from_the_url():
     assert {r["method"] for r in rows} == {"mtp", "none"}
 
 
+def scatter(at) -> dict:
+    """The Trade-offs scatter: the page's one interactive (Plotly) figure of throughput vs latency."""
+    (fig,) = [f for f in plotly_figures(at) if figure_title(f).startswith("Output throughput vs")]
+    return fig
+
+
+def scatter_points(fig: dict) -> list[list]:
+    """One customdata row per drawn cell: run id, cell id, candidate, concurrency, on the front, backend, …"""
+    return [c for t in fig["figure"]["data"] if t["mode"] == "markers" for c in t["customdata"]]
+
+
 def test_tradeoffs_front_and_goodput_heatmap_follow_the_slo():
     at = open_page("views/tradeoffs.py", query={"gpu": "MI300X", "gconc": "64"})
-    scatter, heat = chart_specs(at)[:2]
-    assert any(r["on_front"] for r in scatter["rows"]) and not all(r["on_front"] for r in scatter["rows"])
+    points = scatter_points(scatter(at))
+    assert any(p[4] for p in points) and not all(p[4] for p in points)
+    heat = chart_specs(at)[0]
     at.sidebar.number_input(key="tradeoffs.slo_tpot").set_value(6.0).run()
-    assert chart_specs(at)[1]["rows"] != heat["rows"]
+    assert chart_specs(at)[0]["rows"] != heat["rows"]
+    before = scatter(at)
     at.sidebar.selectbox(key="tradeoffs.lat").set_value("p99_ttft_ms").run()
-    assert chart_specs(at)[0]["rows"] != scatter["rows"]
+    after = scatter(at)
+    assert [t.get("x") for t in after["figure"]["data"]] != [t.get("x") for t in before["figure"]["data"]]
+    layout = after["figure"]["layout"]
+    assert {v["title"]["text"] for k, v in layout.items() if k.startswith("xaxis") and "text" in v.get("title", {})
+            } == {"p99 TTFT (ms)"}  # the bottom row's axes name the latency picked
+
+
+def _select(at, fig: dict, points: list[dict], box: bool = True) -> None:
+    """Send the app the selection event the browser sends after a box drag over ``points`` (Plotly's own
+    selection state cannot be set through session state: Streamlit allows no writes to it)."""
+    ws = WidgetStates()
+    ws.CopyFrom(at._tree.get_widget_states())
+    w = ws.widgets.add()
+    w.id = fig["id"]
+    w.string_value = json.dumps({"selection": {
+        "points": points, "point_indices": list(range(len(points))),
+        "box": [{"xref": "x", "yref": "y", "x": [1, 2], "y": [1, 2]}] if box else [], "lasso": []}})
+    at._run(ws)
+    assert not at.exception, [e.message for e in at.exception]
+
+
+def test_tradeoffs_scatter_is_interactive_with_one_point_per_cell_and_a_selection_narrows_a_table(default_db):
+    at = open_page("views/tradeoffs.py", query={"gpu": "MI300X"})
+    fig = scatter(at)
+    with store.session(default_db, read_only=True) as con:
+        cells = tradeoff(con, Filters(gpus=("MI300X",)), "p99_e2e_ms")
+    points = scatter_points(fig)
+    assert len(points) == cells.height >= 100  # one point per cell (method · depth · load), every cell drawn
+    assert {(p[0], p[1]) for p in points} == set(zip(cells["run_id"], cells["cell_id"], strict=True))
+    assert {(p[2], p[3]) for p in points} >= {("none", 1), ("eagle3·3", 64)}  # analysis.labels' notation
+    assert fig["selection"] and len(fig["selection"]) == 3  # box, lasso and click select
+    layout = fig["figure"]["layout"]
+    assert layout["xaxis"]["type"] == "log" and layout["yaxis"]["type"] == "log" and layout["dragmode"] == "select"
+    assert "SIMULATED DATA" in layout["title"]["subtitle"]["text"]  # simulated numbers say so on the figure
+    assert not any(m.value.startswith("**Selected cells") for m in at.markdown)
+    # a box over every mtp cell at c=64 (as the browser reports it: each point with its customdata)
+    want = [p for p in points if p[2].startswith("mtp·") and p[3] == 64]
+    _select(at, fig, [{"curve_number": 1, "point_index": i, "customdata": p} for i, p in enumerate(want)])
+    assert any(m.value == f"**Selected cells: {len(want)}**" for m in at.markdown)
+    table = at.dataframe[0].value
+    assert len(table) == len(want) and set(table["Candidate"]) == {p[2] for p in want}
+    assert set(table["Concurrency"]) == {64}
+    # a box over empty space selects nothing: an empty table, not every cell
+    _select(at, scatter(at), [])
+    assert any(m.value == "**Selected cells: 0**" for m in at.markdown) and len(at.dataframe[0].value) == 0
 
 
 def test_gpus_page_compares_any_two_gpus():

@@ -46,7 +46,6 @@ def req_db(default_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def use(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("SPECTUNE_CACHE", "off")
     return lambda db: monkeypatch.setenv("SPECTUNE_DB", str(db))
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from analysis import frames
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import summary as rescore_summary
+from analysis.rescore.core import RescoreOptions, rescore
 from analysis.winners import winners as winners_doc
 from dashboard import report
 from ingest import store

@@ -26,7 +26,7 @@ from streamlit.testing.v1 import AppTest
 
 from analysis.labels import CANDIDATE_COLUMNS, CANDIDATE_PATTERN, COLUMN_TITLES, OLD_NOTATION, title
 from tests.conftest import REPO
-from tests.dashboard.conftest import chart_specs, open_page
+from tests.dashboard.conftest import chart_specs, open_page, plotly_figures
 
 MACHINE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")  # `gpu`, `run_id`, `gain_vs_default_pct`
 CANDIDATE_TITLES = {title(c) for c in CANDIDATE_COLUMNS}
@@ -127,6 +127,11 @@ def check_page(at: AppTest, where: str) -> int:
     for c in chart_specs(at):  # the data a chart draws (labels, tooltips) too
         rows = json.dumps(c["rows"], ensure_ascii=False, default=str)
         assert not re.search(OLD_NOTATION, rows), f"{where} chart data: {re.search(OLD_NOTATION, rows)}"
+    for f in plotly_figures(at):  # the interactive figures: titles, axes, hover templates and the data they draw
+        figure = json.dumps(f["figure"], ensure_ascii=False, default=str)
+        assert not re.search(OLD_NOTATION, figure), f"{where} plotly figure: {re.search(OLD_NOTATION, figure)}"
+        hovers = " ".join(str(t.get("hovertemplate", "")) for t in f["figure"]["data"])
+        assert not re.search(r"\b[a-z]+_[a-z_]+\b", hovers), f"{where}: hover names a machine field: {hovers}"
     # a tooltip without a title shows its field's machine name; charts word theirs in lower case ("requests")
     tips = [t for c in chart_specs(at) for t in _tooltips(c["spec"])]
     machine = sorted({str(t.get("title", t["field"])) for t in tips if "title" not in t or "_" in str(t["title"])})

@@ -191,6 +191,15 @@ def test_uploads_over_the_size_limit_are_refused(db, monkeypatch):
     assert any("over the 1 MB limit" in plain(e.value) for e in at.error) and _traces(db) == []
 
 
+def test_a_bad_upload_cap_setting_stops_the_app_with_its_one_line_and_no_upload(db, monkeypatch):
+    monkeypatch.setenv("SPECTUNE_MAX_UPLOAD_MB", "lots")
+    at = open_page(PAGE)
+    assert not at.exception
+    errors = [plain(e.value) for e in at.error]
+    assert "error: SPECTUNE_MAX_UPLOAD_MB='lots': expected a whole number in [1, 200]" in errors, errors
+    assert not [u for u in at.get("file_uploader") if u.key == f"{PAGE}.upload"]  # nothing to upload into
+
+
 def test_saved_traces_and_comparing_two(db):
     at = open_page(PAGE)
     _upload(at, "code.csv", (SAMPLES / "azure_code.csv").read_bytes())

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.dashboard.conftest import chart_specs, open_page, plain
+from tests.dashboard.conftest import chart_specs, figure_title, latency_boxes, latency_figure, open_page, plain
 
 HOSTILE = ["'; DROP TABLE cells; --", "\" OR 1=1 --", "Ω≈ç√∫😀", "x" * 10_000, "<script>alert(1)</script>",
            "=HYPERLINK(\"http://evil\")", "../../etc/passwd", "1e309", "-5", "NaN"]
@@ -108,7 +108,14 @@ def test_drilldown_from_the_selectbox_and_from_the_url():
     at.selectbox(key="winners.cell").set_value("MI355X|Qwen|code|Qwen/Qwen3.5-122B-A10B|").run()
     assert not at.exception
     drill = specs(at)[n:]
-    assert len(drill) == 4  # candidates, cumulative and conditional positions, latency distribution
+    assert len(drill) == 3  # candidates, cumulative and conditional positions (Altair) …
+    lat = latency_figure(at)  # … and the per-request latency distribution (Plotly: zoom into its tail)
+    assert figure_title(lat) == "Request E2E distribution"
+    boxes = latency_boxes(lat)
+    assert boxes[0]["candidate"] == "none" or any(b["candidate"] == "none" for b in boxes)
+    assert all(b["n"] > 0 and b["q1"] <= b["median"] <= b["q3"] for b in boxes)
+    # simulated numbers say so on the figure itself, as on an exported one
+    assert "SIMULATED" in lat["figure"]["layout"]["title"]["subtitle"]["text"]
     cand_rows = drill[0]["rows"]
     assert {r["method"] for r in cand_rows} >= {"none", "mtp", "eagle3", "dflash", "dspark", "ngram"}
     # every candidate of the default data has replicates, so every one has an interval, around its point
@@ -120,8 +127,8 @@ def test_drilldown_from_the_selectbox_and_from_the_url():
     assert any("Depth schedule per batch size" in plain(m.value) for m in at.markdown)
     # an older link (GPU|family|workload) still opens the one model's group it names
     restored = open_page(query={"conc": "1", "cell": "MI355X|Qwen|code", "dlat": "ttft_ms"})
-    assert len(specs(restored)) == n + 4
-    assert "TTFT" in title(specs(restored)[-1])
+    assert len(specs(restored)) == n + 3
+    assert figure_title(latency_figure(restored)) == "Request TTFT distribution"
 
 
 def test_goodput_shows_slo_inputs_that_change_the_chart():

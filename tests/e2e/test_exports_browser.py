@@ -30,6 +30,9 @@ def test_every_chart_fits_inside_the_main_column(page, base_url, path):
     for svg in page.locator(f"{CHART} svg.marks").all():
         box = svg.bounding_box()
         assert box["x"] + box["width"] <= right + 1, f"a chart on /{path} runs past the page: legend cut off"
+    for svg in page.locator("[data-testid='stPlotlyChart'] svg.main-svg").all():  # the interactive ones too
+        box = svg.bounding_box()
+        assert box["x"] + box["width"] <= right + 1, f"a Plotly chart on /{path} runs past the page"
 
 
 def test_an_exported_chart_names_its_view_and_says_simulated(page, base_url):

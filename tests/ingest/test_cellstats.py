@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis.winners import interval
+from analysis.gains import interval
 from ingest import cellstats
 from ingest.records import SpecCounters
 

@@ -16,7 +16,7 @@ from tests.conftest import REPO
 
 def test_the_first_winners_says_it_is_building_within_a_second(tmp_path):
     db = tmp_path / "first" / "spectune.duckdb"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECTUNE_DB": str(db), "SPECTUNE_CACHE": "off"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECTUNE_DB": str(db)}
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "analysis", "winners", "--json", "--family", "MiniMax"], cwd=REPO,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

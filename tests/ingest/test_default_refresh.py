@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ingest import default_data, sql, store
+from ingest import default_data, default_stamp, open_store, sql, store
 from ingest.records import CellKey, RunInfo
 from tests.conftest import REPO
 
@@ -101,10 +101,10 @@ def test_a_store_not_built_from_the_default_data_is_never_touched(tmp_path, buil
 def test_opening_the_default_path_refreshes_it(built, monkeypatch):
     path, folder = built
     monkeypatch.setenv("SPECTUNE_DB", str(path))
-    monkeypatch.setattr(default_data, "DEFAULT_DIR", folder)
+    monkeypatch.setattr(default_stamp, "DEFAULT_DIR", folder)
     runs = pl.read_parquet(folder / "runs.parquet")
     runs.with_columns(pl.lit("regenerated").alias("notes")).write_parquet(folder / "runs.parquet")
-    with store.session(None, read_only=True) as con:
+    with open_store.session(None, read_only=True) as con:
         notes = {r[0] for r in con.execute("SELECT notes FROM runs WHERE run_id <> 'mine' AND backend = 'sim'")
                  .fetchall()}
     assert notes == {"regenerated"}

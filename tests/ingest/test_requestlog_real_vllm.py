@@ -130,7 +130,7 @@ def _real_sums(lines: list[dict], key: str, value: str) -> tuple[int, int, int]:
 
 
 def _drift(db: Path, by: str) -> dict:
-    res = cli("analysis", "drift", "--by", by, "--db", str(db), "--json", env={"SPECTUNE_CACHE": "off"})
+    res = cli("analysis", "drift", "--by", by, "--db", str(db), "--json")
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)["request_segments"]
 
@@ -174,7 +174,6 @@ def test_the_production_page_shows_both_tenants_of_the_one_server(logged: dict, 
     from tests.dashboard.conftest import chart_specs, open_page
 
     monkeypatch.setenv("SPECTUNE_DB", str(logged["db"]))
-    monkeypatch.setenv("SPECTUNE_CACHE", "off")
     at = open_page("views/production.py", {"by": "tenant"})
     assert any("Acceptance by tenant inside one server" in h.value for h in at.subheader)
     (chart,) = [c for c in chart_specs(at) if any("ci_low" in r and "segment" in r and "window" not in r

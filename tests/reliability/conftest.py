@@ -82,8 +82,8 @@ def assert_clean_usage_error(proc: subprocess.CompletedProcess, *, prefix: str =
 
 def build_tiny_store(path: Path) -> Path:
     """A real store holding one simulated run (8 cells) and one stored trace."""
-    from ingest.cli.trace import read_assigned
     from ingest.trace_store import store_trace
+    from ingest.traces.assigned import read_assigned
     from runner.execute import RunOptions, run_matrix
     from runner.matrix import load_matrix
 

@@ -47,10 +47,10 @@ def result_cells(path: Path, overrides: dict[str, str]) -> list[dict[str, Any]]:
 
 def main() -> None:
     kind, path = sys.argv[1], Path(sys.argv[2])
-    from ingest.cli.trace import read_assigned
     from ingest.errors import InputError
     from ingest.results import ReadOptions, read_file
     from ingest.traces import DEFAULT_LIMITS
+    from ingest.traces.assigned import read_assigned
     from runner.matrix import load_matrix
 
     upload_limits = dataclasses.replace(DEFAULT_LIMITS, max_decompressed_bytes=10 * 200 * 1024 * 1024)

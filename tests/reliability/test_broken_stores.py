@@ -150,7 +150,7 @@ def test_a_broken_store_is_one_line_exit_2_and_nothing_written(case, command, ti
     matrix = tmp_path / "tiny.toml"
     matrix.write_text(TINY_MATRIX)
     module, *words = (w.format(matrix=matrix) for w in COMMANDS[command])
-    proc = run_cli(module, *words, "--db", str(db), timeout=120, env={"SPECTUNE_CACHE": "off"})
+    proc = run_cli(module, *words, "--db", str(db), timeout=120)
     line = assert_clean_usage_error(proc)
     named = f"{db}.wal" if case == "fifo-wal" else str(db)
     assert line.startswith(f"error: {named}: "), line
@@ -170,8 +170,7 @@ def test_a_read_only_store_refuses_a_write_in_one_line(tiny_store, tmp_path):
         line = assert_clean_usage_error(proc)
         assert line.startswith(f"error: {tiny_store}: cannot be opened for writing"), line
         # Reading a read-only store still works.
-        assert run_cli("analysis", "winners", "--json", "--db", str(tiny_store), timeout=120,
-                       env={"SPECTUNE_CACHE": "off"}).returncode == 0
+        assert run_cli("analysis", "winners", "--json", "--db", str(tiny_store), timeout=120).returncode == 0
     finally:
         subprocess.run(["chattr", "-i", str(tiny_store)], check=False)
     assert _snapshot(tiny_store.parent) == before

@@ -25,7 +25,7 @@ def _limited(args: list[str], db: Path, limit_bytes: int) -> subprocess.Complete
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECTUNE_CACHE": "off"}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, *args, "--db", str(db)], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300, preexec_fn=cap)
 

@@ -92,8 +92,7 @@ def default_copy(default_db: Path, tmp_path: Path) -> Path:
 
 
 def _winners_on_default(db: Path) -> subprocess.CompletedProcess:
-    return run_cli("analysis", "winners", "--json", "--family", "Kimi", db=db, timeout=180,
-                   env={"SPECTUNE_CACHE": "off"})
+    return run_cli("analysis", "winners", "--json", "--family", "Kimi", db=db, timeout=180)
 
 
 def test_a_linked_default_stamp_is_not_written_by_a_read_only_winners(default_copy, tmp_path):
@@ -129,7 +128,7 @@ def test_a_linked_build_lock_stops_the_first_build_and_is_not_truncated(tmp_path
     db.parent.mkdir()
     lock = Path(str(db) + ".lock")
     lock.symlink_to(victim)
-    res = run_cli("analysis", "winners", "--json", db=db, timeout=180, env={"SPECTUNE_CACHE": "off"})
+    res = run_cli("analysis", "winners", "--json", db=db, timeout=180)
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
     lines = res.stderr.strip().splitlines()  # the first-start notice, then the one error line
     assert all(ln.startswith("first start:") for ln in lines[:-1]), lines

@@ -14,14 +14,12 @@ from ingest.errors import InputError
 from ingest.records import CellKey
 from runner.adaptive import (
     MIN_TAIL_REQUESTS,
-    AdaptiveSpec,
     Stopper,
-    parse_adaptive,
     rel_widths,
     simulated_saving,
     window_of,
 )
-from runner.matrix import load_matrix
+from runner.matrix import AdaptiveSpec, load_matrix, parse_adaptive
 from runner.simulate import simulate_cell
 from tests.conftest import REPO, SMALL_MATRIX, cli
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from runner.__main__ import _stop_on_terminate, _Terminated
+from runner.signals import Terminated, stop_on_terminate
 
 
 def test_sigterm_while_a_task_runs_stops_the_loop_cleanly(caplog: pytest.LogCaptureFixture) -> None:
@@ -36,7 +36,7 @@ def test_sigterm_while_a_task_runs_stops_the_loop_cleanly(caplog: pytest.LogCapt
     caplog.set_level(logging.ERROR, logger="asyncio")
     before = signal.getsignal(signal.SIGTERM)  # SIG_DFL, or Ray's when an earlier test started Ray here
     t0 = time.monotonic()
-    with _stop_on_terminate(), pytest.raises(_Terminated) as info:
+    with stop_on_terminate(), pytest.raises(Terminated) as info:
         asyncio.run(load())
     gc.collect()
     assert info.value.signum == signal.SIGTERM and time.monotonic() - t0 < 5
@@ -46,7 +46,7 @@ def test_sigterm_while_a_task_runs_stops_the_loop_cleanly(caplog: pytest.LogCapt
 
 
 def test_sigterm_outside_a_loop_raises_at_once() -> None:
-    with _stop_on_terminate(), pytest.raises(_Terminated) as info:
+    with stop_on_terminate(), pytest.raises(Terminated) as info:
         os.kill(os.getpid(), signal.SIGHUP)
         time.sleep(5)
     assert info.value.signum == signal.SIGHUP

@@ -1,4 +1,5 @@
-"""The ``spectune`` command and its packaging: every subcommand reaches a real CLI command, the wheel's package
+"""The ``spectune`` command and its packaging: ``--help`` lists every command of the table, each command's help
+works and loads only its own module, the ``python -m`` aliases answer as ``spectune`` does, the wheel's package
 list is the source tree's, the dashboard launcher carries the project's Streamlit config.
 
 (The installed copy itself is exercised in a clean venv by scripts/clean_venv_check.sh, run by .ci/run.)
@@ -7,26 +8,89 @@ list is the source tree's, the dashboard launcher carries the project's Streamli
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tomllib
 
 import pytest
 
 from ingest import paths
-from spectune import __version__, dashboard
-from spectune.cli import SUBCOMMANDS
+from spectune import __version__
+from spectune.cli import ALIASES, COMMANDS
+from spectune.commands import dashboard
 from tests.conftest import REPO, cli
 
+# Runs a module as `python -m` does and prints its exit code and the spectune command modules it loaded.
+PROBE = """
+import json, runpy, sys, io, contextlib
+sys.argv = [sys.argv[1], *sys.argv[2:]]
+code = 0
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps([code, sorted(m for m in sys.modules if m.startswith("spectune.commands."))]))
+"""
 
-def test_every_subcommand_is_a_command_of_its_cli():
-    import importlib
 
-    for name, (module, target, _help) in SUBCOMMANDS.items():
-        if module == "spectune.dashboard":
-            continue
-        mod = importlib.import_module(module)
-        parser = mod.build_parser()
-        choices = next(a.choices for a in parser._actions if getattr(a, "choices", None))
-        assert target in choices, name
+def _help(*argv: str) -> tuple[int, list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    code, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    return code, loaded
+
+
+def _listed(help_text: str) -> set[str]:
+    """The command names of a ``--help`` (each starts a line indented by four; wrapped help is indented more)."""
+    return {line.split()[0] for line in help_text.splitlines() if line[:4] == "    " and line[4:5].strip()}
+
+
+def test_help_lists_every_command_of_the_table_with_its_help():
+    proc = cli("spectune", "--help")
+    assert proc.returncode == 0, proc.stderr
+    listed = " ".join(proc.stdout.split())  # argparse wraps the help column
+    for name, (_module, help_text) in COMMANDS.items():
+        assert f" {name} " in listed and " ".join(help_text.split()) in listed.replace("- ", "-"), name
+    assert _listed(proc.stdout) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_each_command_help_exits_0_and_loads_only_its_own_module(name):
+    code, loaded = _help("spectune", name, "--help")
+    assert code in (0, None)
+    assert loaded == [COMMANDS[name][0]]
+
+
+def test_the_top_help_loads_no_command_module():
+    assert _help("spectune", "--help") == (0, [])
+
+
+@pytest.mark.parametrize("package", list(ALIASES))
+def test_an_alias_lists_its_commands_only(package):
+    prog, _description, names = ALIASES[package]
+    proc = cli(package, "--help")
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {prog} ")
+    assert _listed(proc.stdout) == set(names)
+
+
+@pytest.mark.parametrize("spectune_argv,alias_argv", [
+    (("curve", "--family", "Qwen", "--method", "mtp", "--workload", "code", "--json"),
+     ("analysis", "curve", "--family", "Qwen", "--method", "mtp", "--workload", "code", "--json")),
+    (("plan", "--matrix", "runner/matrices/default.toml", "--json"),
+     ("runner", "plan", "--matrix", "runner/matrices/default.toml", "--json")),
+    (("winners", "--family", "NoSuchFamily", "--json"), ("analysis", "winners", "--family", "NoSuchFamily", "--json")),
+    (("trace", "no/such/trace.csv", "--json"), ("ingest", "trace", "no/such/trace.csv", "--json")),
+    (("export", "--run", "x"), ("ingest", "export", "--run", "x")),
+])
+def test_an_alias_gives_the_same_output_and_exit_code(default_db, spectune_argv, alias_argv):
+    a = cli("spectune", *spectune_argv, db=default_db)
+    b = cli(*alias_argv, db=default_db)
+    assert (a.returncode, a.stdout) == (b.returncode, b.stdout)
+    assert a.stderr.replace("spectune", "") == b.stderr.replace(f"python -m {alias_argv[0]}", "")
 
 
 def test_the_wheel_ships_every_package_of_the_source_tree():

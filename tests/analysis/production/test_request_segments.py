@@ -78,29 +78,28 @@ def test_each_tenant_is_its_requests_sums_with_intervals_and_the_low_one_changes
 
 def test_drift_cli_reports_request_segments_and_exits_3_only_for_the_changed_one(seg_db) -> None:
     db, _rows = seg_db
-    env = {"SPECTUNE_CACHE": "off"}
-    changed = cli("analysis", "drift", "--db", str(db), "--json", env=env)
+    changed = cli("analysis", "drift", "--db", str(db), "--json")
     assert changed.returncode == 3, changed.stderr
     doc = json.loads(changed.stdout)
     assert doc["request_segments"]["changed"] == ["kimi-prod · tenant=low"] and doc["segments"] == []
-    fine = cli("analysis", "drift", "--segment", "same", "--db", str(db), env=env)
+    fine = cli("analysis", "drift", "--segment", "same", "--db", str(db))
     assert fine.returncode == 0, fine.stderr
     assert "kimi-prod · tenant=same: dspark·6" in fine.stdout and "no change" in fine.stdout
     assert "tenant=low" not in fine.stdout
-    by_route = cli("analysis", "drift", "--by", "route", "--db", str(db), "--json", env=env)
+    by_route = cli("analysis", "drift", "--by", "route", "--db", str(db), "--json")
     segs = json.loads(by_route.stdout)["request_segments"]["segments"]
     assert sorted(s["value"] for s in segs) == ["/v1/chat", "/v1/completions"]
     assert sum(s["requests"] for s in segs) == 123
     for args, words in ((["--by", "nope"], "--by 'nope': no logged request has that label"),
                         (["--segment", "ghost"], "--segment 'ghost': no such segment")):
-        bad = cli("analysis", "drift", *args, "--db", str(db), env=env)
+        bad = cli("analysis", "drift", *args, "--db", str(db))
         assert bad.returncode == 2 and bad.stderr.startswith("error: " + words) and bad.stderr.count("\n") == 1
-    later = cli("analysis", "drift", "--since", "2030-01-01T00:00:00Z", "--db", str(db), "--json", env=env)
+    later = cli("analysis", "drift", "--since", "2030-01-01T00:00:00Z", "--db", str(db), "--json")
     assert later.returncode == 0 and json.loads(later.stdout)["request_segments"]["segments"] == []
 
 
 def test_a_store_without_request_logs_refuses_by(default_db: Path) -> None:
-    res = cli("analysis", "drift", "--by", "tenant", "--db", str(default_db), env={"SPECTUNE_CACHE": "off"})
+    res = cli("analysis", "drift", "--by", "tenant", "--db", str(default_db))
     assert res.returncode == 2 and "no request log" in res.stderr
 
 

@@ -10,7 +10,7 @@ import pytest
 from analysis import frames
 from analysis.report import filters, traffic, winners
 from analysis.report.document import candidate, joined, shell_lines
-from analysis.rescore import RescoreOptions, rescore
+from analysis.rescore.core import RescoreOptions, rescore
 from analysis.vocabulary import cell_words
 from analysis.winners import winners as winners_doc
 from ingest import store

@@ -10,8 +10,8 @@ import pytest
 
 from analysis import frames
 from analysis.labels import candidate
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore.config import Choice
+from analysis.rescore.core import RescoreOptions, rescore
 from ingest import store
 from ingest.records import CellKey, RunInfo, SpecCounters
 from ingest.traces import read_trace

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.rescore import rescore
+from analysis.rescore.core import rescore
 from analysis.rescore.distributed import ray_map, ray_session
 from analysis.rescore.reduce import ReadSpec, read_buckets, trace_files
 from ingest import store

@@ -10,17 +10,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import shard as shard_keys
 from analysis.rescore import workload as wl
 from analysis.rescore.config import Choice, parse_choice
+from analysis.rescore.core import RescoreOptions, rescore
 from analysis.rescore.stored import load_trace
 from analysis.rescore.trace import bucketize
 from ingest import store
-from ingest.cli.trace import read_assigned
 from ingest.errors import UsageError
 from ingest.trace_store import store_trace
 from ingest.traces import read_trace
+from ingest.traces.assigned import read_assigned
 from tests.analysis.rescore.test_core import _trace, synthetic_store
 
 SAMPLES = Path(__file__).resolve().parents[3] / "data" / "samples" / "traces"

@@ -11,7 +11,6 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import compare as rescore_compare
 from analysis.rescore import summary as rescore_summary
 from analysis.rescore.config import (
@@ -22,6 +21,7 @@ from analysis.rescore.config import (
     speculative_config,
     vllm_args,
 )
+from analysis.rescore.core import RescoreOptions, rescore
 from analysis.rescore.stored import list_traces, load_trace
 from analysis.rescore.trace import MAX_SHARDS, OTHER_SHARD, bucketize
 from benchmarks.traces import make_trace

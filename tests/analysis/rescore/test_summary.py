@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.rescore import RescoreOptions, rescore
 from analysis.rescore import summary as rescore_summary
 from analysis.rescore.config import Choice
+from analysis.rescore.core import RescoreOptions, rescore
 from ingest import store
 from tests.analysis.rescore.test_core import _trace, synthetic_store
 
