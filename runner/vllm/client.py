@@ -32,6 +32,7 @@ from ingest.records import REQUEST_SCHEMA, conform_requests
 Endpoint = Literal["completions", "chat"]
 PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 ERROR_DETAIL_CHARS = 200
+KEEPALIVE_S = 3.0  # idle connections are dropped before uvicorn's 5 s keep-alive closes them (run_load)
 
 
 @dataclass(slots=True)
@@ -336,7 +337,11 @@ async def run_load(
     results: list[RequestResult | None] = [None] * n
     itl: list[float] = []
     # trust_env=False: an environment proxy must never sit between us and a local server.
-    connector = aiohttp.TCPConnector(limit=slots, limit_per_host=slots, ttl_dns_cache=None)
+    # keepalive_timeout below the server's: vLLM's uvicorn closes an idle keep-alive connection after 5 s, and
+    # aiohttp (15 s by default) would reuse one the server is closing at that moment -> "Server disconnected" on a
+    # request sent after an arrival gap of about 5 s (seen on a real CPU vLLM, tests/ingest/watch/test_real_ab.py).
+    connector = aiohttp.TCPConnector(limit=slots, limit_per_host=slots, ttl_dns_cache=None,
+                                     keepalive_timeout=KEEPALIVE_S)
     async with aiohttp.ClientSession(
         connector=connector, timeout=timeout, headers=all_headers, trust_env=False, auto_decompress=False
     ) as session:

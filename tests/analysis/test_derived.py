@@ -42,9 +42,14 @@ PROBE = ("import sys\nfrom analysis.__main__ import main\ncode = main(sys.argv[1
 
 @pytest.fixture
 def store_copy(default_db: Path, tmp_path: Path) -> Path:
-    """A copy of the default store as built (no derived data yet) to write to."""
+    """A copy of the default store as built, without derived data, to write to. (The shared default store may
+    already hold derived rows: any test's default-options ``winners`` on it keeps its answer there.)"""
     path = tmp_path / "store.duckdb"
     shutil.copy(default_db, path)
+    with store.session(path) as con:
+        con.execute("DELETE FROM derived")
+        con.execute("DELETE FROM derived_matrices")
+        con.execute("DELETE FROM derived_matrix_cells")
     return path
 
 

@@ -17,7 +17,7 @@ def test_an_explicit_store_must_exist_and_is_never_created(tmp_path):
 
 def test_an_existing_store_opens_read_only(default_db):
     with open_store(default_db) as con:
-        assert con.execute("SELECT count(*) FROM cells").fetchone()[0] > 0
+        assert con.execute("SELECT count(*) FROM cells").fetchall()[0][0] > 0
         with pytest.raises(Exception, match="read-only"):
             con.execute("CREATE TABLE x (a INTEGER)")
 

@@ -42,6 +42,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("analysis/frames.py", "where"): "_where() joins fixed column names; every value is a bound ? parameter",
     ("analysis/frames.py", "m.name"): "metric name from get_metric(), i.e. a METRICS key",
     ("analysis/frames.py", "col"): "loops over a fixed tuple of dimension names",
+    ("analysis/derived.py", "table"): "one of the two fixed table names derived_matrices / derived_matrix_cells",
+    ("analysis/derived.py", "names"): "column names of the frames built just above from fixed field tuples "
+                                      "(CELL_FIELDS, ARRAYS and the matrices' fixed heads)",
+    ("analysis/derived_read.py", "', '.join(parts)"): "subqueries over the fixed HASHED and COUNTED table names",
     ("ingest/default_data.py", "table"): "a table name of ingest/ddl.py COLUMNS that has a run_id column",
     ("ingest/goodput.py", "LAND_SQL"): "module constant built from fixed text (CASE bins over ? parameters) and VIEW",
     ("ingest/goodput.py", "CLEAR_SQL"): "module constant: fixed text and the fixed VIEW name",

@@ -1,5 +1,5 @@
 """docs/importing.md stays true: every format the registry knows is in its table, and every example
-``python -m ingest results data/...`` command in it runs against a fresh store and lands what it says."""
+``spectune results data/...`` command in it runs against a fresh store and lands what it says."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ def test_every_format_is_documented() -> None:
 
 def test_the_example_commands_run(tmp_path: Path) -> None:
     commands = [shlex.split(line) for line in DOC.read_text().splitlines()
-                if line.startswith("python -m ingest results data/")]
+                if line.startswith("spectune results data/")]
     assert len(commands) >= 3
     db = tmp_path / "s.duckdb"
     for argv in commands:
-        res = cli("ingest", *argv[3:], "--db", str(db))
+        res = cli("spectune", *argv[1:], "--db", str(db))
         assert res.returncode == 0, (argv, res.stderr)
         if "--json" in argv:
             json.loads(res.stdout)
