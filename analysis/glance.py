@@ -1,7 +1,7 @@
 """The answer at a glance: one sentence, computed from a winners document over every load.
 
 :func:`summary` reads an ``analysis.winners`` document (cells carrying ``verdict`` and ``pick`` from
-analysis.equivalence) and counts what the landing page and ``python -m analysis winners --json`` (key
+analysis.equivalence) and counts what the landing page and ``spectune winners --json`` (key
 ``summary``) say in one sentence: how many cells are clear, equivalent or tied; how many methods and depths are
 the sensible pick somewhere; in how many GPU × model × workload [× dataset] groups the pick changes with (stated)
 load; what the

@@ -44,7 +44,7 @@ def render(v: dict[str, Any], win: int, window_label: Callable[[int], str]) -> N
     fr = data.request_segment_frames(doc)
     st.subheader(md.text(f"Acceptance by {by} inside one server"))
     st.caption("From logged requests: each response's per-request spec-decode metrics (vLLM "
-               "`--per-request-spec-decode-metrics`), imported with `python -m ingest requests`, summed per value "
+               "`--per-request-spec-decode-metrics`), imported with `spectune requests`, summed per value "
                "of the request label. Acceptance rate = accepted / drafted tokens (vLLM's definition); error bars: "
                "95 % bootstrap over the segment's requests (none below 5 requests). Grey bars: the benchmark's "
                "acceptance band for what the deployment runs.")

@@ -25,8 +25,8 @@ def load_options(dims: dict[str, list]) -> tuple:
 
 
 SIM_BANNER = ("**Simulated data on screen.** Rows with backend `sim` come from spectune's calibrated simulator "
-              "(docs/simulator.md), not from GPU measurements. Bring real results with `python -m runner run "
-              "--backend vllm` or `python -m ingest results`.")
+              "(docs/simulator.md), not from GPU measurements. Bring real results with `spectune run "
+              "--backend vllm` or `spectune results`.")
 
 
 def metric_label(name: str) -> str:

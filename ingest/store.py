@@ -433,7 +433,7 @@ def connect(
     which builds or refreshes the embedded default data first when ``db`` is the default store."""
     path = Path(db) if db else default_db_path()
     if not path.exists() and read_only:
-        raise UsageError(f"{path}: no such store (run the runner or `python -m ingest` first)")
+        raise UsageError(f"{path}: no such store (run `spectune run` or `spectune results` first)")
     if not path.parent.exists():
         raise UsageError(f"{path}: parent folder does not exist")
     wait = lock_timeout_s() if wait_s is None else wait_s

@@ -57,7 +57,7 @@ def production_report(con: duckdb.DuckDBPyConnection, q: ProductionQuery, opts: 
     segs, warnings = [], []
     if iv.height == 0:
         return {"segments": [], "changed": [], "outside_band": [], "alert": [], "period": None,
-                "warnings": ["no watch samples for these segments and times (run `python -m ingest watch TARGETS`)"]}
+                "warnings": ["no watch samples for these segments and times (run `spectune watch TARGETS`)"]}
     windows = acceptance_windows(iv, pos_iv, WindowSpec(q.window_s))
     for key, g in iv.group_by(list(GROUP), maintain_order=True):
         group = dict(zip(GROUP, key, strict=True))

@@ -1,4 +1,4 @@
-"""Reading the request-log tables (``python -m ingest requests``, ingest/requestlog.py): the only SQL behind
+"""Reading the request-log tables (``spectune requests``, ingest/requestlog.py): the only SQL behind
 acceptance by segment inside one deployment (analysis/production/request_segments.py).
 
 A store created before request logs existed (schema < 5, opened read-only before its upgrade) has neither table;

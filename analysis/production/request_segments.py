@@ -1,5 +1,5 @@
 """Acceptance by segment inside one deployment: per-request spec-decode metrics (a gateway's request log, landed by
-``python -m ingest requests``) split by one request label — tenant, route, workload or any other.
+``spectune requests``) split by one request label — tenant, route, workload or any other.
 
 vLLM's definitions, summed over a segment's requests (vllm/v1/metrics/stats.py ``RequestSpecDecodeMetrics``):
 acceptance rate = Σ num_accepted_draft_tokens / Σ num_draft_tokens, acceptance length τ = 1 + Σ accepted /
@@ -176,7 +176,7 @@ def segments_report(con: duckdb.DuckDBPyConnection, q: SegmentQuery, opts: Drift
                  "changed": [], "warnings": []}
     if by is None:
         doc["warnings"].append("no request log in the store, or its requests carry no labels "
-                               "(run `python -m ingest requests FILE --target NAME`)")
+                               "(run `spectune requests FILE --target NAME`)")
         return doc
     r = request_load.rows(con, by, since=q.since, until=q.until).with_columns(pl.col("value").fill_null(NO_LABEL))
     if q.values:

@@ -1,4 +1,4 @@
-"""Production: acceptance by traffic segment over time, collected by ``python -m ingest watch``, against the
+"""Production: acceptance by traffic segment over time, collected by ``spectune watch``, against the
 benchmark's expectation for what the segment runs; restarts and config changes annotated; the current
 recommendation per segment (re-scored with its production acceptance); an A/B readout when two targets
 serve the segment; acceptance by a request label (tenant, route, workload) inside one server from an imported
@@ -39,9 +39,9 @@ st.title("Production")
 segments = data.production_segments(data.db_path(), data.stamp())
 label_keys = data.request_label_keys(data.db_path(), data.stamp())  # logged requests: segments inside one server
 if not segments and not label_keys:
-    st.info("No production samples yet. Collect them with `python -m ingest watch TARGETS.toml` "
+    st.info("No production samples yet. Collect them with `spectune watch TARGETS.toml` "
             "(vLLM /metrics URLs or a Prometheus server; see docs/watch.md), or import a gateway's request log "
-            "with `python -m ingest requests FILE --target NAME` for acceptance by tenant, route or workload "
+            "with `spectune requests FILE --target NAME` for acceptance by tenant, route or workload "
             "inside one server.")
     st.stop()
 

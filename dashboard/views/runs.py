@@ -84,11 +84,11 @@ export.buttons(None, runs.select(cols), export.slug(PAGE, "runs"), f"{PAGE}.runs
 st.subheader("Imported files")
 imports = imports_table(runs)
 if imports.height:
-    st.caption("Files brought in with `python -m ingest results` (backend `import`, or the original backend for "
+    st.caption("Files brought in with `spectune results` (backend `import`, or the original backend for "
                "spectune exports). Importing the same file again adds nothing.")
     widgets.table(imports)
 else:
-    st.info("No imported files yet: `python -m ingest results FILE...` brings in vLLM bench, Spec-Bench, "
+    st.info("No imported files yet: `spectune results FILE...` brings in vLLM bench, Spec-Bench, "
             "SGLang, spectune exports and published tables.")
 
 st.subheader("Compare two runs")

@@ -2,7 +2,7 @@
 (the shipped published tables, e.g. vLLM's AMD post: the source named, "load not stated"; analysis.glance.published).
 Then the simulated (or measured) part, under the simulated banner when it is simulated: by default every load at
 once — per GPU, the sensible pick of each model × workload at each measured load (dashboard.load_strip) under a
-one-sentence summary (analysis.glance, the same as ``python -m analysis winners --json``'s ``summary``); one click
+one-sentence summary (analysis.glance, the same as ``spectune winners --json``'s ``summary``); one click
 on a load opens its heatmap (rows = model, columns = workload) with the drill-down of a cell.
 Numbers come from analysis.winners (DESIGN's winner
 rule) and analysis.equivalence (margin, sensible pick)."""

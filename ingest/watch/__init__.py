@@ -1,4 +1,4 @@
-"""``python -m ingest watch`` — collecting production spec-decode counters from live vLLM fleets.
+"""``spectune watch`` — collecting production spec-decode counters from live vLLM fleets.
 
 Modules: :mod:`targets` (the TARGETS.toml file), :mod:`exposition` (one ``/metrics`` text → one
 validated sample), :mod:`scrape` (direct scrapes, concurrent, each bounded by a timeout),

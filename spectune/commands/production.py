@@ -52,7 +52,7 @@ def drift_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", default="output_throughput", choices=["output_throughput", "p99_e2e_ms", "goodput"])
     p.add_argument("--concurrency", type=float, default=None, help="load per server (default: the store's middle)")
     p.add_argument("--by", default=None, metavar="LABEL",
-                   help="split logged requests (python -m ingest requests) by this label: acceptance by segment "
+                   help="split logged requests (spectune requests) by this label: acceptance by segment "
                         "inside one server (default: tenant, else route, else workload, else the first label)")
 
 
@@ -61,7 +61,7 @@ def drift(args: argparse.Namespace) -> int:
     with open_store(args.db) as con:
         logged = request_load.has_request_logs(con)
     if args.by is not None and not logged:
-        raise UsageError("--by: the store has no request log (run `python -m ingest requests FILE --target NAME`)")
+        raise UsageError("--by: the store has no request log (run `spectune requests FILE --target NAME`)")
     return _drift(args) if not logged else _drift_with_requests(args)
 
 

@@ -69,7 +69,7 @@ def test_a_bad_url_value_is_a_warning_and_an_empty_store_says_how_to_collect(pag
     store.connect(empty).close()
     monkeypatch.setenv("SPECTUNE_DB", str(empty))
     at = open_page(PAGE)
-    assert any("ingest watch" in plain(i.value) for i in at.info)
+    assert any("spectune watch" in plain(i.value) for i in at.info)
 
 
 @pytest.fixture
