@@ -63,6 +63,7 @@ def cells(con: duckdb.DuckDBPyConnection, f: Filters | None = None) -> pl.DataFr
         SELECT c.run_id, c.cell_id, {cols}, c.n_requests, c.n_failed, c.gpu_count, r.backend,
                r.engine_version, r.source AS run_source,
                c.acceptance_source, c.acceptance_suspect, c.schedule, c.synthetic_rates,
+               coalesce(c.mode, CASE WHEN c.schedule IS NOT NULL THEN 'schedule' ELSE 'fixed' END) AS mode,
                coalesce(c.origin, 'measured') AS origin, c.draft_model, c.speculative_extra, c.source_url
         FROM cells c JOIN runs r USING (run_id)
         WHERE {where}
