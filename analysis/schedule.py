@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from analysis import frames
+from analysis.costmodel import depth_at  # noqa: F401  (re-exported: rescore reads it from here)
 from analysis.deploy import serve_command
 from analysis.gains import LEVEL, interval
 from analysis.metrics import Metric, get_metric
@@ -48,14 +49,6 @@ def ranges(loads: list[int], depths: list[int]) -> Schedule:
             out.append([start, end, k])
         start = end + 1
     return tuple((a, b, k) for a, b, k in out)
-
-
-def depth_at(schedule: Schedule, batch: float) -> int:
-    """The depth vLLM runs at a batch size under ``schedule`` (the last range carries on)."""
-    for a, b, k in schedule:
-        if a <= batch <= b:
-            return k
-    return schedule[-1][2] if batch > schedule[-1][1] else schedule[0][2]
 
 
 def _ratio(m: Metric, a: np.ndarray, b: np.ndarray) -> np.ndarray:
