@@ -1,0 +1,81 @@
+"""Winners compare candidate modes (DESIGN, winner rule): fixed depths, a depth schedule and adaptive
+verification of one method are separate candidates of a group, each labelled in the one notation, the pick rule
+prefers a fixed depth among equivalents, and a schedule or adaptive pick deploys with vLLM's own keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis import equivalence
+from analysis.vocabulary import cell_words
+from analysis.winners import deploy_for, winners
+from ingest import store
+from tests.conftest import cli
+
+MATRIX = """name = "modes"
+gpus = ["MI300X"]
+[methods.none]
+[methods.dspark]
+depths = [3, 8]
+schedule = [[1, 4, 8], [5, 64, 3]]
+adaptive = { max_depth = 8 }
+[families.Qwen]
+model = "Qwen/Qwen3.5-122B-A10B"
+[workloads.chat]
+max_tokens = 128
+[load]
+concurrency = [2, 32]
+[run]
+requests_per_cell = 60
+"""
+
+
+@pytest.fixture(scope="module")
+def modes_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("modes")
+    (tmp / "m.toml").write_text(MATRIX)
+    db = tmp / "s.duckdb"
+    res = cli("runner", "run", "--matrix", str(tmp / "m.toml"), "--backend", "sim", "--db", str(db))
+    assert res.returncode == 0, res.stderr
+    return db
+
+
+def test_every_mode_is_a_candidate_with_its_label(modes_db: Path) -> None:
+    with store.session(modes_db, read_only=True) as con:
+        doc = winners(con)
+    assert len(doc["cells"]) == 2
+    for cell in doc["cells"]:
+        labels = {c["label"]: c["mode"] for c in cell["candidates"]}
+        assert labels == {"none": "fixed", "dspark·3": "fixed", "dspark·8": "fixed",
+                          "dspark·1-4→8,5-64→3": "schedule", "dspark·≤8 adaptive": "adaptive"}
+        sched = next(c for c in cell["candidates"] if c["mode"] == "schedule")
+        assert sched["schedule"] == [[1, 4, 8], [5, 64, 3]] and sched["depth"] == 8
+        assert all(np.isfinite(c["p_best"]) for c in cell["candidates"])
+        assert abs(sum(c["p_best"] for c in cell["candidates"]) - 1) < 1e-6
+        # the pick names its mode, and the words every page shows use its label
+        pick = cell["pick"]
+        assert {"mode", "schedule", "label"} <= set(pick) and cell_words(cell).pick == pick["label"]
+        assert pick["deploy"]["speculative_config"]["num_speculative_tokens"] == pick["depth"]
+
+
+def test_a_schedule_or_adaptive_pick_deploys_with_vllms_keys() -> None:
+    base = {"method": "dspark", "depth": 8, "model": "Qwen/Qwen3.5-122B-A10B", "gpu_count": 2,
+            "draft_model": "/models/dspark"}
+    adaptive = deploy_for({**base, "mode": "adaptive"})
+    assert adaptive["speculative_config"] == {"method": "dspark", "num_speculative_tokens": 8,
+                                              "enable_adaptive_verification": True, "model": "/models/dspark"}
+    assert "enable_adaptive_verification" in adaptive["command"]
+    sched = deploy_for({**base, "mode": "schedule", "schedule": "[[1, 4, 8], [5, 64, 3]]"})
+    assert sched["speculative_config"]["num_speculative_tokens_per_batch_size"] == [[1, 4, 8], [5, 64, 3]]
+    assert "enable_adaptive_verification" not in sched["speculative_config"]
+    assert "enable_adaptive_verification" not in deploy_for({**base, "mode": "fixed"})["speculative_config"]
+
+
+def test_the_pick_prefers_a_fixed_depth_among_equivalents() -> None:
+    k, why = equivalence.pick_among([("dspark", 8, "adaptive"), ("dspark", 8, "fixed")], "mtp")
+    assert k == 1 and why == "fixed depth"
+    k, why = equivalence.pick_among([("dspark", 8, "fixed"), ("dspark", 5, "schedule")], "mtp")
+    assert k == 1 and why == "shallowest"  # depth first, as the rule says
