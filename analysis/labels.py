@@ -160,7 +160,7 @@ COLUMN_TITLES: dict[str, str] = {
     "top2": "#2 [95 % CI]", "top3": "#3 [95 % CI]", "origin": "Origin", "grid_edge": "Depth grid",
     "whole_window": "Whole window", "provenance": "Where it comes from", "method_changes": "Method changes?",
     "stops_paying_at": "Stops paying at (concurrency)", "recommended": "Recommended",
-    "schedule": "Schedule (batch size: depth)", "static_depth": "Static depth",
+    "schedule": "Schedule (batch size: depth)", "mode": "Mode", "static_depth": "Static depth",
     # comparisons: A before B (two runs, two traces), winners per side
     "winner_a": "Winner in A", "winner_b": "Winner in B", "pick_a": "Pick in A", "pick_b": "Pick in B",
     "cell_verdict_a": "Verdict in A", "cell_verdict_b": "Verdict in B", "a": "A", "b": "B", "from": "From", "to": "To",
