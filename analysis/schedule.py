@@ -62,6 +62,8 @@ def derive(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric,
     out = []
     # a schedule runs along stated loads: a figure whose load is not stated has no place on that axis
     spec = cells.with_row_index("_i").filter((pl.col("method") != "none") & pl.col("concurrency").is_not_null())
+    if "mode" in spec.columns:  # derived from fixed depths: a measured schedule's depth is only its cap
+        spec = spec.filter(pl.col("mode") == "fixed")
     spec = spec.with_columns(pl.lit(None, pl.String).alias(k) for k in GROUP if k not in spec.columns)
     for _key, g in spec.group_by(list(GROUP), maintain_order=True):
         loads = sorted(set(g["concurrency"].to_list()))

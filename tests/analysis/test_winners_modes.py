@@ -79,3 +79,24 @@ def test_the_pick_prefers_a_fixed_depth_among_equivalents() -> None:
     assert k == 1 and why == "fixed depth"
     k, why = equivalence.pick_among([("dspark", 8, "fixed"), ("dspark", 5, "schedule")], "mtp")
     assert k == 1 and why == "shallowest"  # depth first, as the rule says
+
+
+def test_views_along_the_depth_axis_read_fixed_cells_only(modes_db: Path) -> None:
+    """A schedule's or adaptive cell's depth is a cap, not the depth it ran at: curves, Explore and the derived
+    schedule read fixed cells (a schedule cell of depth 8 would otherwise overwrite dspark·8's point)."""
+    from analysis import curves, explore, frames, schedule
+
+    with store.session(modes_db, read_only=True) as con:
+        points = curves.curve(con, "Qwen", "dspark", "chat")["points"]
+        depth_rows = explore.by_depth(con, frames.Filters(methods=("dspark", "none")), "output_throughput")
+        derived = schedule.schedules(con)["schedules"]
+        every = frames.cells(con)
+        fixed = frames.cells(con, frames.Filters(modes=("fixed",)))
+    assert sorted((p["depth"], p["concurrency"]) for p in points) == [(3, 2), (3, 32), (8, 2), (8, 32)]
+    by_cell = {(r["depth"], r["concurrency"]): r["acceptance_length"]
+               for r in fixed.filter(fixed["method"] == "dspark").iter_rows(named=True)}
+    assert all(abs(p["acceptance_length"] - by_cell[(p["depth"], p["concurrency"])]) < 1e-5 for p in points)
+    spec = depth_rows.filter(~depth_rows["baseline"])
+    assert sorted(spec["depth"].to_list()) == [3, 3, 8, 8]
+    assert len(derived) == 1 and {x["best_depth"] for x in derived[0]["loads"]} <= {3, 8}
+    assert every.height == 10 and fixed.height == 6 and set(fixed["mode"].to_list()) == {"fixed"}
