@@ -100,3 +100,22 @@ def test_views_along_the_depth_axis_read_fixed_cells_only(modes_db: Path) -> Non
     assert sorted(spec["depth"].to_list()) == [3, 3, 8, 8]
     assert len(derived) == 1 and {x["best_depth"] for x in derived[0]["loads"]} <= {3, 8}
     assert every.height == 10 and fixed.height == 6 and set(fixed["mode"].to_list()) == {"fixed"}
+
+
+def test_a_measured_schedule_is_checked_against_its_prediction(modes_db: Path) -> None:
+    """`analysis winners --schedule`'s `checks`: a measured schedule cell per load against the fixed cell at the
+    depth the schedule runs there (8 at c=2, 3 at c=32), with the error in the metric's good direction."""
+    from analysis import frames, schedule
+
+    with store.session(modes_db, read_only=True) as con:
+        doc = schedule.schedules(con)
+        cells = frames.cells(con)
+    checks = sorted(doc["checks"], key=lambda c: c["concurrency"])
+    assert [(c["concurrency"], c["depth_at_load"], c["predicted_from"]) for c in checks] == [
+        (2, 8, "dspark·8 at c=2"), (32, 3, "dspark·3 at c=32")]
+    for c in checks:
+        fixed = cells.filter((cells["method"] == "dspark") & (cells["mode"] == "fixed")
+                             & (cells["depth"] == c["depth_at_load"]) & (cells["concurrency"] == c["concurrency"]))
+        assert c["predicted"] == pytest.approx(fixed["output_throughput"][0], abs=1e-3)
+        assert c["error_pct"] == pytest.approx((c["measured"] / c["predicted"] - 1) * 100, abs=0.01)
+        assert abs(c["error_pct"]) < 15  # the simulator runs a schedule as its depth at the load: noise only
