@@ -8,6 +8,7 @@ See docs/matrix.md for every key.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import os
@@ -222,6 +223,20 @@ class ServerConfig:
         if self.synthetic_rates:
             m += "~synthetic(" + ",".join(f"{r:g}" for r in self.synthetic_rates) + ")"
         return f"{self.family}/{m}@{self.gpu}"
+
+
+def with_schedule(m: Matrix, method: str, schedule: Any) -> Matrix:
+    """``m`` with ``schedule`` (inclusive [start, end, K] ranges, checked as a matrix file's) as ``method``'s schedule
+    arm: one more server config whose cells have their own ids, the method's fixed depths unchanged (a schedule it
+    already had is replaced). For a tuner that predicted a schedule from fixed cells and now measures it
+    (analysis.schedule: ``derive`` predicts, ``checks`` compares the measured arm with the prediction)."""
+    names = [x.name for x in m.methods]
+    if method not in names or method == "none":
+        raise InputError(m.path, 0, f"methods.{method}: not a speculative method of this matrix "
+                                    f"(expected one of {', '.join(n for n in names if n != 'none')})")
+    sched = parse_schedule([list(r) for r in schedule], m.path, f"methods.{method}.schedule")
+    methods = tuple(dataclasses.replace(x, schedule=sched) if x.name == method else x for x in m.methods)
+    return dataclasses.replace(m, methods=methods)
 
 
 def server_method_label(method: str, depth: int, schedule: tuple[tuple[int, int, int], ...] = (),

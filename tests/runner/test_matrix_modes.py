@@ -77,3 +77,19 @@ def test_a_bad_mode_is_one_line_naming_file_and_line(tmp_path: Path, body: str, 
     res = cli("runner", "plan", "--matrix", str(path))
     assert res.returncode == 2 and res.stderr.startswith(f"error: {path}:6: methods.{method}.")
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_predicted_schedule_becomes_one_more_server_config(tmp_path: Path) -> None:
+    """runner.matrix.with_schedule: what a tuner calls to measure a schedule it predicted."""
+    from runner.matrix import with_schedule
+
+    m = load_matrix(write(tmp_path, "depths = [3, 8]"))
+    before = {c.cell_id for c in m.cells()}
+    got = with_schedule(m, "dspark", [[1, 4, 8], [5, 64, 3]])
+    assert [(c.depth, c.mode) for c in got.server_configs()] == [(0, "fixed"), (3, "fixed"), (8, "fixed"),
+                                                                 (8, "schedule")]
+    assert before < {c.cell_id for c in got.cells()}  # the fixed cells keep their ids
+    with pytest.raises(InputError, match="gap between"):
+        with_schedule(m, "dspark", [[1, 4, 8], [6, 64, 3]])
+    with pytest.raises(InputError, match=r"methods\.mtp: not a speculative method of this matrix"):
+        with_schedule(m, "mtp", [[1, 4, 8]])
