@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import equivalence
+from analysis import curves, equivalence, explore, frames, schedule
 from analysis.vocabulary import cell_words
 from analysis.winners import deploy_for, winners
 from ingest import store
@@ -84,8 +84,6 @@ def test_the_pick_prefers_a_fixed_depth_among_equivalents() -> None:
 def test_views_along_the_depth_axis_read_fixed_cells_only(modes_db: Path) -> None:
     """A schedule's or adaptive cell's depth is a cap, not the depth it ran at: curves, Explore and the derived
     schedule read fixed cells (a schedule cell of depth 8 would otherwise overwrite dspark·8's point)."""
-    from analysis import curves, explore, frames, schedule
-
     with store.session(modes_db, read_only=True) as con:
         points = curves.curve(con, "Qwen", "dspark", "chat")["points"]
         depth_rows = explore.by_depth(con, frames.Filters(methods=("dspark", "none")), "output_throughput")
@@ -105,8 +103,6 @@ def test_views_along_the_depth_axis_read_fixed_cells_only(modes_db: Path) -> Non
 def test_a_measured_schedule_is_checked_against_its_prediction(modes_db: Path) -> None:
     """`analysis winners --schedule`'s `checks`: a measured schedule cell per load against the fixed cell at the
     depth the schedule runs there (8 at c=2, 3 at c=32), with the error in the metric's good direction."""
-    from analysis import frames, schedule
-
     with store.session(modes_db, read_only=True) as con:
         doc = schedule.schedules(con)
         cells = frames.cells(con)

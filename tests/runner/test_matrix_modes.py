@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ingest.errors import InputError
-from runner.matrix import load_matrix
+from runner.matrix import load_matrix, with_schedule
 from runner.vllm.server import build_server_args
 from tests.conftest import cli
 
@@ -81,8 +81,6 @@ def test_a_bad_mode_is_one_line_naming_file_and_line(tmp_path: Path, body: str, 
 
 def test_a_predicted_schedule_becomes_one_more_server_config(tmp_path: Path) -> None:
     """runner.matrix.with_schedule: what a tuner calls to measure a schedule it predicted."""
-    from runner.matrix import with_schedule
-
     m = load_matrix(write(tmp_path, "depths = [3, 8]"))
     before = {c.cell_id for c in m.cells()}
     got = with_schedule(m, "dspark", [[1, 4, 8], [5, 64, 3]])
