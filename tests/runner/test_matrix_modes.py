@@ -91,3 +91,13 @@ def test_a_predicted_schedule_becomes_one_more_server_config(tmp_path: Path) -> 
         with_schedule(m, "dspark", [[1, 4, 8], [6, 64, 3]])
     with pytest.raises(InputError, match=r"methods\.mtp: not a speculative method of this matrix"):
         with_schedule(m, "mtp", [[1, 4, 8]])
+
+
+def test_plan_names_each_server_configs_mode(tmp_path: Path) -> None:
+    path = write(tmp_path, "depths = [3]\nschedule = [[1, 4, 8], [5, 64, 3]]\nadaptive = { max_depth = 8 }")
+    res = cli("runner", "plan", "--matrix", str(path), "--json")
+    assert res.returncode == 0, res.stderr
+    got = [(c["label"], c["mode"], c["schedule"]) for c in json.loads(res.stdout)["server_configs"]]
+    assert got == [("Qwen/none@MI300X", "fixed", None), ("Qwen/dspark:3@MI300X", "fixed", None),
+                   ("Qwen/dspark:schedule(1-4:8,5-64:3)@MI300X", "schedule", [[1, 4, 8], [5, 64, 3]]),
+                   ("Qwen/dspark:adaptive(≤8)@MI300X", "adaptive", None)]
