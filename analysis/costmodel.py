@@ -8,6 +8,11 @@ compute. A pure expert-touch roofline predicts speculation gets *cheaper* with l
 published curves show the opposite, so the fitted per-token term carries the cost (docs/simulator.md).
 T_draft(method, k) is per method: k sequential small passes (MTP, EAGLE-3), one parallel block pass
 (DFlash), a parallel pass plus a serial head (DSpark), or ~0 GPU (n-gram).
+
+Candidate modes (docs/simulator.md, "Modes"): a depth schedule runs, at each verify step, the schedule's depth
+for the running batch (:func:`depth_at`); adaptive verification (vLLM's DSpark ``enable_adaptive_verification``)
+drafts the maximum depth and verifies the draft budget that maximises expected tokens per step time
+(:func:`adaptive_budget`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import csv
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+import numpy as np
 
 from ingest.paths import DATA_DIR
 
@@ -132,3 +139,48 @@ def draft_ms(d: Deployment, cost: DraftCost, batch: float, k: int, context: floa
 def prefill_ms(d: Deployment, input_tokens: float) -> float:
     """Prefill is compute-bound: per-token work at ~8× the decode efficiency (large GEMMs)."""
     return d.overhead_ms + weights_ms(d) + input_tokens * d.per_token_ms * d.compute_scale / 8.0
+
+
+def depth_at(schedule: tuple[tuple[int, int, int], ...] | list, batch: float) -> int:
+    """The depth vLLM runs at a batch size under ``schedule`` (inclusive [start, end, K] ranges; past the last
+    range its K carries on, as vLLM's dense lookup only reaches --max-num-seqs)."""
+    for a, b, k in schedule:
+        if a <= batch <= b:
+            return int(k)
+    return int(schedule[-1][2] if batch > schedule[-1][1] else schedule[0][2])
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptiveBudget:
+    """What vLLM's adaptive verification verifies at one batch size (:func:`adaptive_budget`)."""
+
+    threshold: float  # a slot whose survival probability is below this is trimmed (not verified)
+    mean_depth: float  # verified drafts per request per step
+    step_ms: float  # T_draft(max depth) + T_verify(batch, 1 + mean_depth)
+
+
+def adaptive_budget(d: Deployment, cost: DraftCost, batch: float, survival: np.ndarray,
+                    context: float = 1500.0) -> AdaptiveBudget:
+    """vLLM 0.32's draft budget (vllm/v1/worker/gpu/spec_decode/adaptive_verification.py,
+    ``AdaptiveVerificationManager.get_num_tokens``): every (request, position) slot is scored by its survival
+    probability (the running product of the per-position confidences); the budget b admits the b best slots
+    (a global top-b) and maximises (sampling requests + Σ admitted scores) / (draft cost(requests) + verify
+    cost(tokens)). The drafter always drafts the maximum depth, so its cost does not depend on b.
+
+    ``survival``: (n × K) survival curves of n requests representing the batch's mix (each stands for
+    batch / n of the running requests), the confidence head taken as calibrated (an assumption: vLLM's head or
+    online estimator predicts acceptance, it does not know it)."""
+    surv = np.atleast_2d(np.asarray(survival, dtype=float))
+    n, k = surv.shape
+    draft = draft_ms(d, cost, batch, k, context)
+    scores = np.sort(surv.ravel())[::-1]
+    budgets = np.arange(len(scores) + 1)
+    # per running request: 1 + the admitted slots' expected accepted tokens, over 1 + admitted slots verified
+    tokens = 1.0 + np.concatenate(([0.0], np.cumsum(scores))) / n
+    steps = draft + verify_ms(d, batch, 1.0 + budgets / n, context)  # linear in tokens: one array
+    best = int(np.argmax(tokens / steps))
+    # between the last admitted and the first trimmed score; all admitted: nothing is trimmed (vLLM leaves the
+    # batch as scheduled)
+    threshold = (float("inf") if best == 0 else 0.0 if best == len(scores)
+                 else float(scores[best - 1] + scores[best]) / 2)
+    return AdaptiveBudget(threshold, best / n, float(steps[best]))

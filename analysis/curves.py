@@ -18,7 +18,7 @@ def curve(con: duckdb.DuckDBPyConnection, family: str, method: str, workload: st
     """One point per (model, dataset, GPU, load, depth): a curve never mixes two models of the family."""
     f = frames.Filters(families=(family,), methods=(method,), workloads=(workload,),
                        gpus=(gpu,) if gpu else (), concurrency=(concurrency,) if concurrency else (),
-                       models=(model,) if model else ())
+                       models=(model,) if model else (), modes=("fixed",))  # a depth axis: fixed depths
     cells = frames.cells(con, f)
     points = []
     for (depth, conc, g, _m, _d), grp in cells.group_by(["depth", "concurrency", "gpu", "model", "dataset"],

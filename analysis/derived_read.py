@@ -25,7 +25,7 @@ import duckdb
 
 from ingest import ddl, default_stamp, paths
 
-CODE_VERSION = 1  # bump whenever what analysis/derived.py computes changes (the winners document, the matrices)
+CODE_VERSION = 2  # bump whenever what analysis/derived.py computes changes (the winners document, the matrices)
 WINNERS = "winners"
 MATRICES = "matrices"
 HASHED = ("meta", "runs", "cells", "published")

@@ -13,8 +13,10 @@ candidate with a real chance). This module adds what a user needs to act on it:
   chance of being best: the evidence does not separate them);
 - the **sensible pick** among the equivalent candidates, by a stated rule: the shallowest depth (``none`` counts
   as depth 0), then the method already deployed (the default), then a method that needs no separate drafter
-  checkpoint, then the best point estimate. Tied candidates beyond the margin are named but never picked: the
-  evidence does not rule them out, yet their point estimates are worse by more than the margin;
+  checkpoint, then a fixed depth (a schedule or adaptive verification has moving parts: worth them only when it
+  is ahead by more than the margin), then the best point estimate. Tied candidates beyond the margin are named
+  but never picked: the evidence does not rule them out, yet their point estimates are worse by more than the
+  margin;
 - the **gap** of each candidate behind the best point estimate (%), so a 1 % tie reads differently from a 30 % one;
 - the tie in plain words, with each named candidate's chance of being best:
   ``tie: mtp·4 (p 0.41), dspark·6 (p 0.33) and 3 more — pick mtp·4 (shallowest)``;
@@ -23,6 +25,7 @@ candidate with a real chance). This module adds what a user needs to act on it:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,7 +39,7 @@ from analysis.rescore.config import NEEDS_DRAFT_MODEL
 DEFAULT_MARGIN_PCT = 2.0
 DEFAULT_CANDIDATE = ("mtp", 3)  # what a team runs before tuning (the re-score default, `mtp·3`)
 RULE = ("shallowest depth, then the method already deployed (the default), then no drafter needed, "
-        "then the best point estimate")
+        "then a fixed depth (over a schedule or adaptive verification), then the best point estimate")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,18 +71,20 @@ def _needs_drafter(method: str) -> bool:
     return method in NEEDS_DRAFT_MODEL
 
 
-def pick_among(cands: Sequence[tuple[str, int]], default_method: str | None) -> tuple[int, str]:
-    """Index (into ``cands``, best point estimate first) of the sensible pick, and the reason in words: the
-    rule's criteria that set it apart from the others, in the rule's order."""
-    keys = [(_depth(m, d), m != default_method, _needs_drafter(m), i) for i, (m, d) in enumerate(cands)]
+def pick_among(cands: Sequence[tuple[str, int] | tuple[str, int, str]], default_method: str | None
+               ) -> tuple[int, str]:
+    """Index (into ``cands``: (method, depth[, mode]), best point estimate first) of the sensible pick, and the
+    reason in words: the rule's criteria that set it apart from the others, in the rule's order."""
+    keys = [(_depth(c[0], c[1]), c[0] != default_method, _needs_drafter(c[0]),
+             (c[2] if len(c) > 2 else "fixed") != "fixed", i) for i, c in enumerate(cands)]
     ranked = sorted(range(len(cands)), key=lambda i: keys[i])
     best = ranked[0]
     if len(cands) == 1:
         return best, "best point estimate"
-    names = ("shallowest", "deployed method", "no drafter needed", "best point estimate")
+    names = ("shallowest", "deployed method", "no drafter needed", "fixed depth", "best point estimate")
     used: set[int] = set()
     for other in ranked[1:]:
-        used.add(next(k for k in range(4) if keys[best][k] != keys[other][k]))
+        used.add(next(k for k in range(5) if keys[best][k] != keys[other][k]))
     words = [names[k] for k in sorted(used)]
     if cands[best][0] == "none" and 0 in used:
         words[0] = "no speculation needed"
@@ -88,7 +93,8 @@ def pick_among(cands: Sequence[tuple[str, int]], default_method: str | None) -> 
 
 def judge(methods: Sequence[str], depths: Sequence[int], values: np.ndarray, order: Sequence[int],
           tied: Sequence[int], metric: Metric, margin_pct: float = DEFAULT_MARGIN_PCT,
-          default_method: str | None = DEFAULT_CANDIDATE[0], clear: bool | None = None) -> Judgement:
+          default_method: str | None = DEFAULT_CANDIDATE[0], clear: bool | None = None,
+          modes: Sequence[str] | None = None) -> Judgement:
     """Equivalence, verdict and sensible pick of one group (indices as in ``analysis.winners.Decision``).
 
     ``clear``: the winner rule's own verdict (p_best ≥ clear-at); a winner that is not clear is never called clear
@@ -102,7 +108,8 @@ def judge(methods: Sequence[str], depths: Sequence[int], values: np.ndarray, ord
     verdict = "tie" if beyond else "equivalent" if len(equivalent) > 1 else "clear"
     if verdict == "clear" and clear is False:
         verdict = "tie"
-    k, reason = pick_among([(methods[j], int(depths[j])) for j in equivalent], default_method)
+    modes = modes or ["fixed"] * len(methods)
+    k, reason = pick_among([(methods[j], int(depths[j]), modes[j]) for j in equivalent], default_method)
     return Judgement(verdict, equivalent, beyond, equivalent[k], reason, gaps, len(finite) - len(set(tied) | {w}))
 
 
@@ -155,12 +162,16 @@ def cell_fields(rows: Sequence[dict], values: np.ndarray, order: Sequence[int], 
     ``clear``: the winner rule's verdict (see :func:`judge`)."""
     methods = [r["method"] for r in rows]
     depths = [int(r["depth"]) for r in rows]
-    j = judge(methods, depths, values, order, tied, metric, margin_pct, default[0] if default else None, clear)
-    names = [candidate(m, d) for m, d in zip(methods, depths, strict=True)]
+    modes = [r.get("mode") or ("schedule" if r.get("schedule") else "fixed") for r in rows]
+    schedules = [_schedule(r.get("schedule")) for r in rows]
+    j = judge(methods, depths, values, order, tied, metric, margin_pct, default[0] if default else None, clear,
+              modes)
+    names = [candidate(m, d, md, sc) for m, d, md, sc in zip(methods, depths, modes, schedules, strict=True)]
     r = np.asarray(reps, dtype=float) if reps is not None else np.zeros((0, 0))
 
     def entry(i: int) -> dict:
-        return {"method": methods[i], "depth": depths[i], "label": names[i], "value": _num(values[i]),
+        return {"method": methods[i], "depth": depths[i], "mode": modes[i], "schedule": schedules[i],
+                "label": names[i], "value": _num(values[i]),
                 "gap_pct": _num(j.gaps.get(i, float("nan"))),
                 "p_best": None if p_best is None or p_best[i] is None else round(float(p_best[i]), 6)}
 
@@ -174,7 +185,8 @@ def cell_fields(rows: Sequence[dict], values: np.ndarray, order: Sequence[int], 
            "default": None}
     if default is not None:
         dm, dd = default
-        idx = next((i for i in range(len(rows)) if methods[i] == dm and (dm == "none" or depths[i] == int(dd))), None)
+        idx = next((i for i in range(len(rows)) if methods[i] == dm and modes[i] == "fixed"
+                    and (dm == "none" or depths[i] == int(dd))), None)
         if idx is not None and np.isfinite(values[idx]):
             # what switching from the default to the pick gains (+23 %: 1.23× throughput, or 1/1.23 the latency)
             gain, ci = gain_vs(values, r, j.pick, idx, metric)
@@ -187,6 +199,14 @@ def cell_fields(rows: Sequence[dict], values: np.ndarray, order: Sequence[int], 
                               "p_best": entry(idx)["p_best"],
                               "tied": idx in tied, "equivalent": idx in j.equivalent}
     return out
+
+
+def _schedule(value: object) -> list[list[int]] | None:
+    """A row's schedule (JSON text in the store, a list in a frame) as plain ranges; None without one."""
+    if not value:
+        return None
+    ranges = json.loads(value) if isinstance(value, str) else value
+    return [[int(x) for x in r] for r in ranges]
 
 
 def _num(x: float) -> float | None:

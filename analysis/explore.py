@@ -29,7 +29,7 @@ def by_depth(con: duckdb.DuckDBPyConnection, f: frames.Filters, metric: str, slo
              ) -> pl.DataFrame:
     """One row per (cell, depth): the metric with its interval; the baseline repeated at each depth."""
     cells, _ = metric_values(con, f, metric, slo)
-    cells = _with_row(cells).select(KEEP)
+    cells = _with_row(cells.filter(pl.col("mode") == "fixed")).select(KEEP)  # a depth axis: fixed depths only
     spec = cells.filter(pl.col("method") != "none")
     base = cells.filter(pl.col("method") == "none")
     if base.height == 0 or spec.height == 0:
@@ -42,7 +42,7 @@ def by_depth(con: duckdb.DuckDBPyConnection, f: frames.Filters, metric: str, slo
 
 def by_position(con: duckdb.DuckDBPyConnection, f: frames.Filters) -> pl.DataFrame:
     """Per cell and draft position: cumulative acceptance r_i and conditional acceptance p_i."""
-    cells = frames.cells(con, f).filter(pl.col("method") != "none")
+    cells = frames.cells(con, f).filter((pl.col("method") != "none") & (pl.col("mode") == "fixed"))
     pos = frames.positions(con, cells)
     if pos.height == 0:
         return pl.DataFrame(schema={"gpu": pl.String, "family": pl.String, "model": pl.String, "dataset": pl.String,

@@ -19,6 +19,9 @@ from ingest import goodput as slo_grid
 from ingest.sql import ArrowStream, one
 from ingest.sql import frame as query
 
+# A cell's mode; cells stored before schema 7 and not yet upgraded read as their schedule column says.
+MODE_SQL = "coalesce(c.mode, CASE WHEN c.schedule IS NOT NULL THEN 'schedule' ELSE 'fixed' END)"
+
 
 @dataclass(frozen=True, slots=True)
 class Filters:
@@ -34,6 +37,9 @@ class Filters:
     backends: tuple[str, ...] = field(default=())
     models: tuple[str, ...] = ()
     datasets: tuple[str, ...] = ()
+    # candidate modes (fixed | schedule | adaptive); empty: all. Views along the depth axis read fixed cells only:
+    # a schedule's or adaptive cell's depth is a cap, not the depth it ran at.
+    modes: tuple[str, ...] = ()
 
 
 def _where(f: Filters) -> tuple[str, list[object]]:
@@ -41,7 +47,7 @@ def _where(f: Filters) -> tuple[str, list[object]]:
     params: list[object] = [f.depth_min, f.depth_max]
     for column, values in (("c.gpu", f.gpus), ("c.family", f.families), ("c.workload", f.workloads),
                            ("c.method", f.methods), ("c.run_id", f.runs), ("r.backend", f.backends),
-                           ("c.model", f.models), ("c.dataset", f.datasets)):
+                           ("c.model", f.models), ("c.dataset", f.datasets), (MODE_SQL, f.modes)):
         if values:
             clauses.append(f"{column} IN (SELECT unnest(?))")
             params.append(list(values))
@@ -63,6 +69,7 @@ def cells(con: duckdb.DuckDBPyConnection, f: Filters | None = None) -> pl.DataFr
         SELECT c.run_id, c.cell_id, {cols}, c.n_requests, c.n_failed, c.gpu_count, r.backend,
                r.engine_version, r.source AS run_source,
                c.acceptance_source, c.acceptance_suspect, c.schedule, c.synthetic_rates,
+               {MODE_SQL} AS mode,
                coalesce(c.origin, 'measured') AS origin, c.draft_model, c.speculative_extra, c.source_url
         FROM cells c JOIN runs r USING (run_id)
         WHERE {where}

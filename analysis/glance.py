@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from analysis.labels import candidate, load, model_short
+from analysis.labels import candidate_of, load, model_short
 from analysis.vocabulary import cell_words
 
 GROUP_KEY = ("gpu", "family", "model", "workload", "dataset")  # a winners group without its load
@@ -35,8 +35,7 @@ def summary(doc: dict) -> dict:
     by_group: dict[tuple, dict[int | None, str]] = defaultdict(dict)
     for c in cells:
         if c.get("pick"):
-            by_group[tuple(c.get(k) for k in GROUP_KEY)][c["concurrency"]] = candidate(c["pick"]["method"],
-                                                                                      c["pick"]["depth"])
+            by_group[tuple(c.get(k) for k in GROUP_KEY)][c["concurrency"]] = candidate_of(c["pick"])
     # "changes with load" compares stated loads only: a load not stated is no point on the load axis
     stated = {g: {k: v for k, v in loads.items() if k is not None} for g, loads in by_group.items()}
     multi = {g: loads for g, loads in stated.items() if len(loads) > 1}
@@ -90,7 +89,7 @@ def answer(doc: dict, shown: int = 3) -> str:
     n = len(cells)
     on = ("On simulated data" if doc.get("simulated") else
           "On the published figures" if all(c.get("source_url") for c in cells) else "On these measurements")
-    name = {id(c): candidate(c["pick"]["method"], c["pick"]["depth"]) for c in cells}
+    name = {id(c): candidate_of(c["pick"]) for c in cells}
     clear = [c for c in cells if c.get("verdict") == "clear"]
     if not clear:
         freq: dict[str, int] = defaultdict(int)
@@ -195,7 +194,7 @@ def published(doc: dict) -> dict:
         words = cell_words(c)  # the one vocabulary: verdict · pick (p), the pick's gain with its interval
         rows.append({
             "model": model_short(c.get("model")), "model_id": c.get("model"), "dataset": c.get("dataset") or "",
-            "workload": c["workload"], "gpu": c["gpu"], "best": candidate(w["method"], w["depth"]),
+            "workload": c["workload"], "gpu": c["gpu"], "best": candidate_of(w),
             "method": w["method"], "depth": int(w["depth"]), "value": w["value"],
             "speedup": None if gain is None else round(1 + gain / 100, 2),
             "verdict": c.get("verdict") or ("clear" if c["clear"] else "tie"), "load": load(c["concurrency"]),

@@ -8,6 +8,7 @@ and JSON; tables on screen and in reports (:func:`human_table`) and CSV exports 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 
 import polars as pl
@@ -19,13 +20,31 @@ SEP = "·"  # U+00B7 MIDDLE DOT between method and depth
 OLD_NOTATION = r"\b(?:none|mtp|eagle|eagle3|dflash|dspark|ngram|suffix|medusa|draft_model):\d+\b"
 
 
-def candidate(method: str | None, depth: int | None = None) -> str:
-    """``dflash·5``; the baseline is ``none`` (it has no depth); an unknown depth is ``?``."""
+def candidate(method: str | None, depth: int | None = None, mode: str | None = None,
+              schedule: Sequence[Sequence[int]] | str | None = None) -> str:
+    """``dflash·5``; the baseline is ``none`` (it has no depth); an unknown depth is ``?``. A candidate's mode
+    (DESIGN, winner rule) shows in it: a depth schedule by its ranges ``mtp·1-4→5,5-64→3``, adaptive verification
+    by its maximum depth ``dspark·≤8 adaptive``; ``fixed`` is the plain notation."""
     if method is None:
         return "?"
     if method == "none":
         return "none"
+    if schedule and mode in (None, "schedule"):
+        ranges = json.loads(schedule) if isinstance(schedule, str) else schedule
+        return f"{method}{SEP}" + ",".join(f"{int(a)}-{int(b)}→{int(k)}" for a, b, k in ranges)
+    if mode == "adaptive":
+        return f"{method}{SEP}≤{'?' if depth is None else int(depth)} adaptive"
     return f"{method}{SEP}{'?' if depth is None else int(depth)}"
+
+
+def candidate_of(x: Mapping) -> str:
+    """:func:`candidate` of a JSON candidate (``method``, ``depth`` and, when not fixed, ``mode``/``schedule``)."""
+    return candidate(x.get("method"), x.get("depth"), x.get("mode"), x.get("schedule"))
+
+
+def same_candidate(a: Mapping, b: Mapping) -> bool:
+    """Two JSON candidates name the same configuration: method, depth and mode (and schedule)."""
+    return candidate_of(a) == candidate_of(b)
 
 
 NOT_STATED = "not stated"  # the JSON ``load`` of a figure whose source gives no concurrency (concurrency: null)
@@ -89,8 +108,10 @@ def and_more(names: Sequence[str], shown: int = 2) -> str:
     return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
 
 
-# What a candidate cell may hold: `dflash·5`, `none`, a depth schedule `dflash·1-4→7,5-64→6`, a tie mark.
-CANDIDATE_PATTERN = r"(?:none|[a-z][a-z0-9_]*·(?:\d+|\?|\d+-\d+→\d+(?:,\d+-\d+→\d+)*))(?: \(tie\))?"
+# What a candidate cell may hold: `dflash·5`, `none`, a depth schedule `dflash·1-4→7,5-64→6`, adaptive
+# verification `dspark·≤8 adaptive`, a tie mark.
+CANDIDATE_PATTERN = (r"(?:none|[a-z][a-z0-9_]*·(?:\d+|\?|\d+-\d+→\d+(?:,\d+-\d+→\d+)*|≤\d+ adaptive))"
+                     r"(?: \(tie\))?")
 # Machine columns whose cells are candidates (the tests hold them to CANDIDATE_PATTERN).
 CANDIDATE_COLUMNS = frozenset({"candidate", "config", "winner_a", "winner_b", "from", "to", "pick", "recommended",
                                "running", "observed_config"})
@@ -139,7 +160,7 @@ COLUMN_TITLES: dict[str, str] = {
     "top2": "#2 [95 % CI]", "top3": "#3 [95 % CI]", "origin": "Origin", "grid_edge": "Depth grid",
     "whole_window": "Whole window", "provenance": "Where it comes from", "method_changes": "Method changes?",
     "stops_paying_at": "Stops paying at (concurrency)", "recommended": "Recommended",
-    "schedule": "Schedule (batch size: depth)", "static_depth": "Static depth",
+    "schedule": "Schedule (batch size: depth)", "mode": "Mode", "static_depth": "Static depth",
     # comparisons: A before B (two runs, two traces), winners per side
     "winner_a": "Winner in A", "winner_b": "Winner in B", "pick_a": "Pick in A", "pick_b": "Pick in B",
     "cell_verdict_a": "Verdict in A", "cell_verdict_b": "Verdict in B", "a": "A", "b": "B", "from": "From", "to": "To",

@@ -15,10 +15,15 @@ interval excludes zero and the gain reaches the practical-equivalence margin (2 
 the static depth is the answer (a tie is not a reason to add moving parts). Depths are chosen on the
 point estimates, so the interval shows noise, not the selection's
 optimism; re-scoring weighs the same choice by a trace's own load distribution (analysis.rescore).
+
+A schedule that was measured (a matrix's ``schedule`` arm, ``cells.mode = 'schedule'``) is checked against that
+prediction (:func:`checks`, ``checks`` in the document): per load, the measured cell against the fixed cell at the
+depth the schedule runs there.
 """
 
 from __future__ import annotations
 
+import json
 import math
 
 import duckdb
@@ -26,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from analysis import frames
+from analysis.costmodel import depth_at  # also what rescore reads from here
 from analysis.deploy import serve_command
 from analysis.gains import LEVEL, interval
 from analysis.metrics import Metric, get_metric
@@ -50,14 +56,6 @@ def ranges(loads: list[int], depths: list[int]) -> Schedule:
     return tuple((a, b, k) for a, b, k in out)
 
 
-def depth_at(schedule: Schedule, batch: float) -> int:
-    """The depth vLLM runs at a batch size under ``schedule`` (the last range carries on)."""
-    for a, b, k in schedule:
-        if a <= batch <= b:
-            return k
-    return schedule[-1][2] if batch > schedule[-1][1] else schedule[0][2]
-
-
 def _ratio(m: Metric, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return a / b if m.higher_is_better else b / a
@@ -69,6 +67,8 @@ def derive(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric,
     out = []
     # a schedule runs along stated loads: a figure whose load is not stated has no place on that axis
     spec = cells.with_row_index("_i").filter((pl.col("method") != "none") & pl.col("concurrency").is_not_null())
+    if "mode" in spec.columns:  # derived from fixed depths: a measured schedule's depth is only its cap
+        spec = spec.filter(pl.col("mode") == "fixed")
     spec = spec.with_columns(pl.lit(None, pl.String).alias(k) for k in GROUP if k not in spec.columns)
     for _key, g in spec.group_by(list(GROUP), maintain_order=True):
         loads = sorted(set(g["concurrency"].to_list()))
@@ -113,6 +113,31 @@ def derive(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: Metric,
     return out
 
 
+def checks(cells: pl.DataFrame, values: np.ndarray, m: Metric) -> list[dict]:
+    """Predicted against measured, for every measured schedule cell: the prediction is the fixed cell of the same
+    group and load at the depth the schedule runs at that load (:func:`depth_at`: the closed loop keeps
+    ``concurrency`` requests in flight), which is how a schedule is predicted from fixed cells (:func:`derive`).
+    ``error_pct`` = measured / predicted − 1 in the metric's good direction (positive: the schedule did better
+    than predicted); None when no fixed cell of that depth and load was measured."""
+    rows = cells.with_row_index("_i").filter(pl.col("concurrency").is_not_null())
+    if "mode" not in rows.columns or rows.height == 0:
+        return []
+    fixed = {tuple(r[k] for k in (*GROUP, "concurrency", "depth")): int(r["_i"])
+             for r in rows.filter(pl.col("mode") == "fixed").iter_rows(named=True)}
+    out = []
+    for r in rows.filter(pl.col("mode") == "schedule").iter_rows(named=True):
+        sched = json.loads(r["schedule"])
+        depth = depth_at(sched, int(r["concurrency"]))
+        j = fixed.get((*(r[k] for k in GROUP), r["concurrency"], depth))
+        measured, predicted = float(values[int(r["_i"])]), (float(values[j]) if j is not None else float("nan"))
+        err = float(_ratio(m, np.array(measured), np.array(predicted)) * 100 - 100) if j is not None else None
+        out.append({**{k: r[k] for k in GROUP}, "concurrency": int(r["concurrency"]), "schedule": sched,
+                    "depth_at_load": depth, "measured": _num(measured), "predicted": _num(predicted),
+                    "predicted_from": f"{r['method']}·{depth} at c={int(r['concurrency'])}" if j is not None else None,
+                    "error_pct": _num(err), "cell_id": r["cell_id"]})
+    return out
+
+
 def _tp(g: pl.DataFrame) -> int:
     tps = [int(t) for t in g["gpu_count"].to_list() if t]
     return max(tps) if tps else 1
@@ -134,6 +159,7 @@ def schedules(con: duckdb.DuckDBPyConnection, metric: str = "output_throughput",
     backends = sorted(set(cells["backend"].to_list()))
     return {"metric": m.name, "higher_is_better": m.higher_is_better,
             "schedules": derive(cells, values, reps, m, draft_models=draft_models),
+            "checks": checks(cells, values, m),
             "backends": backends, "simulated": "sim" in backends}
 
 

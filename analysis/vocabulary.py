@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from analysis.labels import candidate
+from analysis.labels import candidate_of
 
 VERDICTS = ("clear", "equivalent", "tie")  # legend order: the strongest statement first
 NOT_SEPARABLE = "not separable from none"
@@ -65,19 +65,18 @@ def cell_words(c: Mapping, top: int = 3) -> CellWords:
     w = c["winner"]
     pick = c.get("pick") or {**w, "reason": "clear winner"}
     verdict = c.get("verdict") or ("clear" if c.get("clear") else "tie")
-    p_of = {(x["method"], int(x["depth"])): x.get("p_best") for x in c.get("candidates") or []}
-    pick_key = (pick["method"], int(pick["depth"]))
-    pick_p = pick.get("p_best", p_of.get(pick_key))
+    p_of = {candidate_of(x): x.get("p_best") for x in c.get("candidates") or []}
+    pick_p = pick.get("p_best", p_of.get(candidate_of(pick)))
     best_p = c.get("p_best_winner", w.get("p_best"))
     gain_holder = pick if "gain_vs_none_pct" in pick else c
     gain = gain_short(gain_holder.get("gain_vs_none_pct"), gain_holder.get("gain_vs_none_ci_pct"),
                       is_none=pick["method"] == "none")
     ranked = sorted((x for x in c.get("candidates") or [] if x.get("p_best") is not None),
                     key=lambda x: -x["p_best"])[:top]
-    chances = ", ".join(f"{candidate(x['method'], x['depth'])} {p_text(x['p_best'])}" for x in ranked)
-    name = candidate(pick["method"], pick["depth"])
+    chances = ", ".join(f"{candidate_of(x)} {p_text(x['p_best'])}" for x in ranked)
+    name = candidate_of(pick)
     why = "clear winner" if verdict == "clear" else (pick.get("reason") or "")
-    return CellWords(verdict=verdict, best=candidate(w["method"], w["depth"]), pick=name, pick_p=pick_p,
+    return CellWords(verdict=verdict, best=candidate_of(w), pick=name, pick_p=pick_p,
                      best_p=best_p, why=why, gain=gain, headline=f"{verdict} · pick {name} ({p_text(pick_p)})",
                      chances=chances)
 

@@ -131,6 +131,7 @@ def _interval_list(reps: np.ndarray, n: int, level: float = LEVEL) -> list[tuple
 def _cand(row: dict, value: float, ival: tuple[float, float], m: Metric | None = None) -> dict:
     out = {"method": row["method"], "depth": int(row["depth"]), "value": _num(value),
            "ci_low": _num(ival[0]), "ci_high": _num(ival[1]), **acceptance_labels(row)}
+    out["mode"] = _mode(row)
     if row.get("schedule"):
         out["schedule"] = json.loads(row["schedule"])
     if m is not None and m.whole_window_column:  # decided on the steady window; the whole-window figure beside it
@@ -254,10 +255,23 @@ def point_noise_replicates(values: np.ndarray, reps: np.ndarray, cell_ids: list[
     return reps, missing
 
 
+def _mode(row: dict) -> str:
+    """A row's candidate mode (frames give it; hand-built frames may not: their schedule says)."""
+    return row.get("mode") or ("schedule" if row.get("schedule") else "fixed")
+
+
+def _schedule(row: dict) -> tuple[tuple[int, int, int], ...]:
+    raw = row.get("schedule")
+    ranges = json.loads(raw) if isinstance(raw, str) else raw or ()
+    return tuple((int(a), int(b), int(k)) for a, b, k in ranges)
+
+
 def deploy_for(row: dict, draft_models: dict[str, str] | None = None) -> dict:
     """The full ``vllm serve`` command of a winning cell (analysis.deploy): its model, the TP size it was
-    benchmarked with, its drafter."""
-    choice = Choice(row["method"], 0 if row["method"] == "none" else int(row["depth"]))
+    benchmarked with, its drafter, and its mode (a depth schedule, adaptive verification)."""
+    none = row["method"] == "none"
+    choice = Choice(row["method"], 0 if none else int(row["depth"]), () if none else _schedule(row),
+                    not none and _mode(row) == "adaptive")
     return serve_command(row["model"], row.get("gpu_count"), choice, draft_model=row.get("draft_model"),
                          draft_models=draft_models).as_dict()
 
@@ -331,11 +345,12 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
             "margin_pct": _num(margin) if margin is not None else None,
             "clear": clear,
             "p_best_winner": _p(p_of[w]),
-            "tied": [{"method": rows[j]["method"], "depth": int(rows[j]["depth"]), "value": _num(v[j]),
+            "tied": [{"method": rows[j]["method"], "depth": int(rows[j]["depth"]), "mode": _mode(rows[j]),
+                      "label": _label(rows[j]), "value": _num(v[j]),
                       "p_best": _p(p_of[j])} for j in tied] if not clear else [],
-            "candidates": [{"method": rows[j]["method"], "depth": int(rows[j]["depth"]),
-                            "mode": "schedule" if rows[j].get("schedule") else "fixed",
-                            "label": candidate(rows[j]["method"], rows[j]["depth"]), "value": _num(v[j]),
+            "candidates": [{"method": rows[j]["method"], "depth": int(rows[j]["depth"]), "mode": _mode(rows[j]),
+                            "schedule": [list(r) for r in _schedule(rows[j])] or None,
+                            "label": _label(rows[j]), "value": _num(v[j]),
                             "ci_low": _num(d.intervals[j][0]), "ci_high": _num(d.intervals[j][1]),
                             "p_best": _p(p_of[j]), "uncertainty": unc[j]} for j in d.order],
             "uncertainty": _uncertainty_text(comps),
@@ -359,7 +374,8 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
             "deploy": deploy_for(rows[w], draft_models) if "model" in rows[w] else None,
         })
         pick = out_cells[-1]["pick"]
-        pick_row = next(r for r in rows if r["method"] == pick["method"] and int(r["depth"]) == pick["depth"])
+        pick_row = next(r for r in rows if r["method"] == pick["method"] and int(r["depth"]) == pick["depth"]
+                        and _mode(r) == pick["mode"] and ([list(x) for x in _schedule(r)] or None) == pick["schedule"])
         pick["deploy"] = deploy_for(pick_row, draft_models) if "model" in pick_row else None
     backends = sorted({row["backend"] for row in all_rows})
     return {"metric": m.name, "higher_is_better": m.higher_is_better, "cells": out_cells, "backends": backends,
@@ -367,6 +383,10 @@ def decide_groups(cells: pl.DataFrame, values: np.ndarray, reps: np.ndarray, m: 
             "equivalence_margin_pct": margin_pct, "pick_rule": equivalence.RULE,
             "p_best_rule": rule(clear_at, tie_at),
             "whole_window_column": m.whole_window_column}
+
+
+def _label(row: dict) -> str:
+    return candidate(row["method"], row["depth"], _mode(row), row.get("schedule"))
 
 
 def _without(d: Decision, j: int) -> list[int]:

@@ -12,7 +12,7 @@ import altair as alt
 import polars as pl
 
 from analysis import vocabulary
-from analysis.labels import candidate, row_label
+from analysis.labels import candidate_of, row_label
 from dashboard import charts, theme, vl
 
 SHADE = {"clear": 1.0, "equivalent": 0.75, "tie": 0.4}
@@ -38,8 +38,8 @@ def rows(doc: dict, gpu: str) -> pl.DataFrame:
         words = vocabulary.cell_words(c)
         out.append({"family": c["family"], "row": row_label(c), "model": c.get("model"),
                     "workload": c["workload"], "concurrency": int(c["concurrency"]),
-                    "method": p["method"], "pick": candidate(p["method"], p["depth"]),
-                    "best": candidate(w["method"], w["depth"]), "verdict": c["verdict"],
+                    "method": p["method"], "pick": candidate_of(p),
+                    "best": candidate_of(w), "verdict": c["verdict"],
                     "mark": MARK.get(c["verdict"], c["verdict"]), "shade": SHADE.get(c["verdict"], 1.0),
                     "tie_text": c.get("tie_text", ""), "pick_reason": words.why, "headline": words.headline,
                     "gain": words.gain, "chances": words.chances})

@@ -4,7 +4,7 @@ change (tests/ingest/test_store.py fails while this is stale).
 The store's DDL (DuckDB dialect), column lists and version as plain data, so opening the store never imports
 SQLAlchemy."""
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     'meta': (
@@ -85,6 +85,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         'dataset',
         'source_url',
         'speculative_extra',
+        'mode',
     ),
     'positions': (
         'run_id',
@@ -371,6 +372,7 @@ COLUMN_TYPES: dict[str, dict[str, str]] = {
         'dataset': 'VARCHAR',
         'source_url': 'VARCHAR',
         'speculative_extra': 'VARCHAR',
+        'mode': 'VARCHAR',
     },
     'positions': {
         'run_id': 'VARCHAR',
@@ -663,6 +665,7 @@ DDL: tuple[str, ...] = (
         '\tdataset VARCHAR, \n'
         '\tsource_url VARCHAR, \n'
         '\tspeculative_extra VARCHAR, \n'
+        '\tmode VARCHAR, \n'
         '\tPRIMARY KEY (run_id, cell_id)\n'
         ')'
     ),

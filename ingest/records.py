@@ -20,6 +20,16 @@ KNOWN_METHODS: tuple[str, ...] = (
     "none", "mtp", "eagle3", "dflash", "dspark", "ngram", "suffix", "draft_model", "medusa", "eagle",
 )
 BACKENDS: tuple[str, ...] = ("sim", "vllm", "import")
+# A candidate's mode: one depth, vLLM's num_speculative_tokens_per_batch_size, or its enable_adaptive_verification.
+MODES: tuple[str, ...] = ("fixed", "schedule", "adaptive")
+# Methods vLLM 0.32 supports adaptive verification for (vllm/config/speculative.py, enable_adaptive_verification:
+# "Currently only supported for method=\"dspark\"").
+ADAPTIVE_METHODS: tuple[str, ...] = ("dspark",)
+
+
+def cell_mode(schedule: object, adaptive: object) -> str:
+    """The mode of a cell from its server options (a schedule wins: the two are never set together)."""
+    return "schedule" if schedule else "adaptive" if adaptive else "fixed"
 
 # Per-request samples: one row per request of a cell. Nullable columns may be missing for imports.
 REQUEST_SCHEMA: dict[str, pl.DataType] = {
@@ -60,6 +70,9 @@ class CellKey:
     # (rejection_sample_method "synthetic": the cell measures step cost at a given acceptance).
     schedule: tuple[tuple[int, int, int], ...] = ()
     synthetic_rates: tuple[float, ...] = ()
+    # vLLM's adaptive verification (``enable_adaptive_verification``, DSpark): ``depth`` is then the maximum
+    # depth the drafter proposes and the verifier trims per step; part of the id only when set.
+    adaptive: bool = False
     # The dataset the cell was measured on (GSM8K, HumanEval …) under its workload; part of the id only when set.
     dataset: str | None = None
 
@@ -85,18 +98,28 @@ class CellKey:
             out["schedule"] = [list(r) for r in self.schedule]
         if self.synthetic_rates:
             out["synthetic_rates"] = list(self.synthetic_rates)
+        if self.adaptive:
+            out["adaptive"] = True
         return out
+
+    @property
+    def mode(self) -> str:
+        """The candidate's mode (DESIGN, winner rule): ``fixed`` (one depth), ``schedule`` (a depth per batch
+        size) or ``adaptive`` (vLLM's adaptive verification up to ``depth``)."""
+        return cell_mode(self.schedule, self.adaptive)
 
     @property
     def server_config(self) -> tuple:
         """What needs a server restart: the cell minus workload and load."""
-        return (self.method, self.depth, self.family, self.model, self.gpu, self.schedule, self.synthetic_rates)
+        return (self.method, self.depth, self.family, self.model, self.gpu, self.schedule, self.synthetic_rates,
+                self.adaptive)
 
     def as_dict(self) -> dict[str, object]:
         """The cell's columns: its dimensions, and its server options as JSON text (null when unset)."""
         out: dict[str, object] = {d: getattr(self, d) for d in DIMENSIONS}
         out["schedule"] = json.dumps([list(r) for r in self.schedule]) if self.schedule else None
         out["synthetic_rates"] = json.dumps(list(self.synthetic_rates)) if self.synthetic_rates else None
+        out["mode"] = self.mode
         out["dataset"] = self.dataset or None
         return out
 

@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 metadata = MetaData()
 
 meta = Table(
@@ -123,6 +123,10 @@ cells = Table(
     # (n-gram's prompt_lookup_max/min, a matrix's methods.X.extra), as a JSON object; null: none, or not known
     # (stored before v5, imported). The deploy command recommends these, so it is the config that was measured.
     Column("speculative_extra", String),
+    # v7: the candidate's mode — fixed (one depth), schedule (num_speculative_tokens_per_batch_size; the schedule
+    # column holds it) or adaptive (vLLM's enable_adaptive_verification up to `depth`, DSpark). Cells stored before
+    # v7 are filled from their schedule column when the store is upgraded (ingest/store.py).
+    Column("mode", String),
 )
 
 positions = Table(

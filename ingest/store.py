@@ -334,6 +334,9 @@ def _fill_added(con: duckdb.DuckDBPyConnection, added: list[str]) -> None:
                        steady_output_throughput_per_gpu = output_throughput_per_gpu,
                        steady_fallback = ? WHERE steady_output_throughput IS NULL AND steady_fallback IS NULL""",
                     [STEADY_BEFORE])
+    if "cells.mode" in added:  # schema 7: a cell stored before modes ran one depth, or the schedule it names
+        con.execute("UPDATE cells SET mode = CASE WHEN schedule IS NOT NULL THEN 'schedule' ELSE 'fixed' END "
+                    "WHERE mode IS NULL")
     if "cell_bootstrap.steady_output_throughput" in added:
         con.execute("UPDATE cell_bootstrap SET steady_output_throughput = output_throughput "
                     "WHERE steady_output_throughput IS NULL")

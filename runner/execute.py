@@ -19,7 +19,7 @@ from ingest import open_store, sql, store
 from ingest.records import CellKey, RunInfo
 from runner.backends import get_backend
 from runner.backends.base import Backend, CellOutcome, Progress
-from runner.matrix import Matrix, ServerConfig
+from runner.matrix import Matrix, ServerConfig, server_method_label
 from runner.vllm.server import speculative_config
 
 
@@ -117,9 +117,7 @@ def pending_cells_detail(matrix: Matrix, run_id: str, opts: RunOptions) -> tuple
 
 def cell_label(key: CellKey) -> str:
     """A cell as a person reads it: server config, workload and load."""
-    m = key.method if key.method == "none" else f"{key.method}:{key.depth}"
-    if key.schedule:
-        m = f"{key.method}:schedule(" + ",".join(f"{a}-{b}:{k}" for a, b, k in key.schedule) + ")"
+    m = server_method_label(key.method, key.depth, key.schedule, key.adaptive)
     if key.synthetic_rates:
         m += "~synthetic(" + ",".join(f"{r:g}" for r in key.synthetic_rates) + ")"
     return f"{key.family}/{m}@{key.gpu} {key.workload} c={key.concurrency}"
@@ -139,6 +137,7 @@ def drafter(cfg: ServerConfig) -> str | None:
 
 # --speculative-config keys a cell states in its own columns (method, depth, draft_model, schedule, synthetic rates)
 _STATED_KEYS = frozenset({"method", "num_speculative_tokens", "model", "num_speculative_tokens_per_batch_size",
+                          "enable_adaptive_verification",
                           "rejection_sample_method", "synthetic_acceptance_rates"})
 
 

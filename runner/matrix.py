@@ -8,6 +8,7 @@ See docs/matrix.md for every key.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import os
@@ -20,7 +21,7 @@ from typing import Any
 from ingest import labels
 from ingest.errors import InputError
 from ingest.filechecks import regular_file_size
-from ingest.records import KNOWN_METHODS, CellKey
+from ingest.records import ADAPTIVE_METHODS, KNOWN_METHODS, CellKey
 
 MAX_MATRIX_BYTES = 4 * 1024 * 1024  # a matrix is a few KB; more is not a matrix
 MAX_NAME = 120
@@ -30,7 +31,12 @@ DEFAULT_LAUNCH = "vllm serve {model} --host 127.0.0.1 --port {port} {args}"
 # Every key a matrix table may hold (docs/matrix.md). Anything else is refused, so a typo such as
 # ``request_per_cell`` can never silently fall back to a default.
 TOP_KEYS = ("name", "gpus", "methods", "families", "workloads", "load", "run", "adaptive")
-METHOD_KEYS = ("depths", "draft_model", "extra", "schedule", "synthetic_acceptance_rates")
+METHOD_KEYS = ("depths", "draft_model", "extra", "schedule", "adaptive", "synthetic_acceptance_rates")
+ADAPTIVE_KEYS = ("max_depth",)
+# --speculative-config keys that are a mode of their own: given through `extra` they would run a mode the cells
+# would not record, so the matrix names them with its own keys.
+MODE_EXTRA_KEYS = {"num_speculative_tokens_per_batch_size": "schedule",
+                   "enable_adaptive_verification": "adaptive = { max_depth = K }"}
 FAMILY_KEYS = ("model", "tensor_parallel_size", "vllm_args", "draft_models")
 WORKLOAD_KEYS = ("source", "format", "max_tokens", "temperature", "request_rate", "ignore_eos")
 LOAD_KEYS = ("concurrency",)
@@ -94,15 +100,21 @@ class MethodSpec:
     schedule: tuple[tuple[int, int, int], ...] = ()
     # Synthetic-acceptance cost mode (GPU hosts): depth k runs with the first k of these per-position rates.
     synthetic_rates: tuple[float, ...] = ()
+    # One more server config: vLLM's adaptive verification (enable_adaptive_verification, DSpark) drafting up to
+    # this depth; 0: none.
+    adaptive_depth: int = 0
 
-    def server_variants(self) -> list[tuple[int, tuple[tuple[int, int, int], ...]]]:
-        """(depth, schedule) of each server config: every static depth, then the schedule (depth = its
-        largest K, the num_speculative_tokens vLLM needs)."""
+    def server_variants(self) -> list[tuple[int, tuple[tuple[int, int, int], ...], bool]]:
+        """(depth, schedule, adaptive) of each server config — its mode: every fixed depth, then the schedule
+        (depth = its largest K, the num_speculative_tokens vLLM needs), then adaptive verification (depth = its
+        maximum depth)."""
         if self.name == "none":
-            return [(0, ())]
-        out: list[tuple[int, tuple[tuple[int, int, int], ...]]] = [(d, ()) for d in self.depths]
+            return [(0, (), False)]
+        out: list[tuple[int, tuple[tuple[int, int, int], ...], bool]] = [(d, (), False) for d in self.depths]
         if self.schedule:
-            out.append((max(k for _, _, k in self.schedule), self.schedule))
+            out.append((max(k for _, _, k in self.schedule), self.schedule, False))
+        if self.adaptive_depth:
+            out.append((self.adaptive_depth, (), True))
         return out
 
     def rates_for(self, depth: int) -> tuple[float, ...]:
@@ -159,7 +171,7 @@ class Matrix:
             for wl in self.workloads:
                 for c in self.concurrency:
                     out.append(CellKey(cfg.method, cfg.depth, cfg.family, cfg.model, wl.name, cfg.gpu, c,
-                                       cfg.schedule, cfg.synthetic_rates))
+                                       cfg.schedule, cfg.synthetic_rates, cfg.adaptive))
         return out
 
     def server_configs(self) -> list[ServerConfig]:
@@ -167,8 +179,9 @@ class Matrix:
         for gpu in self.gpus:
             for fam in self.families:
                 for m in self.methods:
-                    for d, sched in m.server_variants():
-                        out.append(ServerConfig(m.name, d, fam.name, fam.model, gpu, fam, m, sched, m.rates_for(d)))
+                    for d, sched, adaptive in m.server_variants():
+                        out.append(ServerConfig(m.name, d, fam.name, fam.model, gpu, fam, m, sched, m.rates_for(d),
+                                                adaptive))
         return out
 
     def requests_for(self, concurrency: int) -> int:
@@ -194,18 +207,71 @@ class ServerConfig:
     method_spec: MethodSpec
     schedule: tuple[tuple[int, int, int], ...] = ()
     synthetic_rates: tuple[float, ...] = ()
+    adaptive: bool = False
 
     @property
     def key(self) -> tuple:
-        return (self.method, self.depth, self.family, self.model, self.gpu, self.schedule, self.synthetic_rates)
+        return (self.method, self.depth, self.family, self.model, self.gpu, self.schedule, self.synthetic_rates,
+                self.adaptive)
+
+    @property
+    def mode(self) -> str:
+        return "schedule" if self.schedule else "adaptive" if self.adaptive else "fixed"
 
     def label(self) -> str:
-        m = self.method if self.method == "none" else f"{self.method}:{self.depth}"
-        if self.schedule:
-            m = f"{self.method}:schedule(" + ",".join(f"{a}-{b}:{k}" for a, b, k in self.schedule) + ")"
+        m = server_method_label(self.method, self.depth, self.schedule, self.adaptive)
         if self.synthetic_rates:
             m += "~synthetic(" + ",".join(f"{r:g}" for r in self.synthetic_rates) + ")"
         return f"{self.family}/{m}@{self.gpu}"
+
+
+def with_schedule(m: Matrix, method: str, schedule: Any) -> Matrix:
+    """``m`` with ``schedule`` (inclusive [start, end, K] ranges, checked as a matrix file's) as ``method``'s schedule
+    arm: one more server config whose cells have their own ids, the method's fixed depths unchanged (a schedule it
+    already had is replaced). For a tuner that predicted a schedule from fixed cells and now measures it
+    (analysis.schedule: ``derive`` predicts, ``checks`` compares the measured arm with the prediction)."""
+    names = [x.name for x in m.methods]
+    if method not in names or method == "none":
+        raise InputError(m.path, 0, f"methods.{method}: not a speculative method of this matrix "
+                                    f"(expected one of {', '.join(n for n in names if n != 'none')})")
+    sched = parse_schedule([list(r) for r in schedule], m.path, f"methods.{method}.schedule")
+    methods = tuple(dataclasses.replace(x, schedule=sched) if x.name == method else x for x in m.methods)
+    return dataclasses.replace(m, methods=methods)
+
+
+def server_method_label(method: str, depth: int, schedule: tuple[tuple[int, int, int], ...] = (),
+                        adaptive: bool = False) -> str:
+    """A server config's method part in server logs and progress: ``ngram:3``, ``ngram:schedule(1-8:5,9-64:3)``,
+    ``dspark:adaptive(≤8)``."""
+    if method == "none":
+        return method
+    if schedule:
+        return f"{method}:schedule(" + ",".join(f"{a}-{b}:{k}" for a, b, k in schedule) + ")"
+    if adaptive:
+        return f"{method}:adaptive(≤{depth})"
+    return f"{method}:{depth}"
+
+
+def parse_method_adaptive(name: str, value: Any, path: Path, text: str) -> int:
+    """``methods.<name>.adaptive = { max_depth = K }``: vLLM's adaptive verification up to K drafted tokens, for
+    the methods vLLM supports it for (:data:`ADAPTIVE_METHODS`). Returns K."""
+    where = ["methods", name, "adaptive"]
+    line = key_line(text, where)
+    label = ".".join(where)
+    if name not in ADAPTIVE_METHODS:
+        raise InputError(path, line, f"{label}: vLLM 0.32 supports adaptive verification "
+                                     f"(enable_adaptive_verification) only for {', '.join(ADAPTIVE_METHODS)}, "
+                                     f"not {name}")
+    if not isinstance(value, dict):
+        raise InputError(path, line, f"{label}: expected a table such as {{ max_depth = 8 }}, got {value!r}")
+    unknown = sorted(set(value) - set(ADAPTIVE_KEYS))
+    if unknown:
+        raise InputError(path, line, f"{label}: unknown key(s) {', '.join(unknown)} (expected max_depth)")
+    depth = value.get("max_depth")
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        raise InputError(path, line, f"{label}.max_depth: expected an integer in [1, {MAX_DEPTH}] (the most tokens "
+                                     f"the drafter proposes and the verifier may trim), got {depth!r}")
+    return depth
 
 
 def _need(table: dict, key: str, kind: type | tuple[type, ...], path: Path, where: str) -> Any:
@@ -465,8 +531,14 @@ def load_matrix(path: str | Path) -> Matrix:
                 raise InputError(path, key_line(text, where), f"methods.{name}.schedule: the none baseline drafts "
                                                               f"nothing; a schedule belongs under a speculative method")
             schedule = parse_schedule(m["schedule"], path, ".".join(where), key_line(text, where))
-        # A schedule alone runs only the schedule; depths run as well when they are given.
-        default_depths = [] if schedule and "depths" not in m else [2, 3, 4, 5]
+        adaptive_depth = parse_method_adaptive(name, m["adaptive"], path, text) if "adaptive" in m else 0
+        for key, use in MODE_EXTRA_KEYS.items():
+            if isinstance(m.get("extra"), dict) and key in m["extra"]:
+                raise InputError(path, key_line(text, ["methods", name, "extra"]),
+                                 f"methods.{name}.extra.{key}: a mode of its own; write it as methods.{name}.{use} "
+                                 f"(docs/matrix.md, candidate modes) so its cells record the mode")
+        # A schedule or adaptive verification alone runs only that mode; depths run as well when they are given.
+        default_depths = [] if (schedule or adaptive_depth) and "depths" not in m else [2, 3, 4, 5]
         depths = (0,) if name == "none" else (
             _ints(m.get("depths", default_depths), path, f"methods.{name}.depths", 1, MAX_DEPTH)
             if "depths" in m or default_depths else ())
@@ -477,11 +549,12 @@ def load_matrix(path: str | Path) -> Matrix:
             if name == "none":
                 raise InputError(path, key_line(text, where), f"methods.{name}.synthetic_acceptance_rates: the none "
                                                               f"baseline drafts nothing")
-            need = max([*depths, *(k for _, _, k in schedule)])
+            need = max([*depths, *(k for _, _, k in schedule), adaptive_depth])
             rates = parse_synthetic_rates(m["synthetic_acceptance_rates"], path, ".".join(where), need,
                                           key_line(text, where))
         methods.append(MethodSpec(name, depths, m.get("draft_model"),
-                                  dict(_opt_table(m, "extra", path, f"methods.{name}")), schedule, rates))
+                                  dict(_opt_table(m, "extra", path, f"methods.{name}")), schedule, rates,
+                                  adaptive_depth))
     families = []
     for name, f in _need(raw, "families", dict, path, "matrix").items():
         if not isinstance(f, dict):

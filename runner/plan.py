@@ -124,6 +124,7 @@ def plan_matrix(matrix: Matrix, db: Path | None = None, cells: list[CellKey] | N
         gpu_hours += seconds * gpus / 3600.0
         cell_gpu_hours += (seconds - SERVER_START_S) * gpus / 3600.0
         configs.append({"order": order, "label": cfg.label(), "method": cfg.method, "depth": cfg.depth,
+                        "mode": cfg.mode, "schedule": [list(r) for r in cfg.schedule] or None,
                         "family": cfg.family, "model": cfg.model, "gpu": cfg.gpu,
                         "tensor_parallel_size": gpus, "cells": len(cells), "estimated_s": round(seconds, 1)})
     return Plan(cells=sum(len(c) for c in cells_by_cfg.values()), server_configs=configs,

@@ -6,6 +6,10 @@ accepted (one uniform against the cumulative acceptances r_i), emits accepted + 
 T_verify(B, k+1) + T_draft(method, k) with lognormal jitter, B = the cell's concurrency. n-gram steps
 draft only when a match is found. TTFT = prefill + a queueing wait that grows with concurrency.
 Requests are scheduled closed-loop on ``concurrency`` slots, which gives the measured window.
+Modes (docs/simulator.md, "Modes"): a depth schedule drafts, at every step, the schedule's depth at the running
+batch (the closed loop keeps min(concurrency, requests) in flight); adaptive verification (DSpark) drafts the
+maximum depth and verifies, per request, the draft positions whose survival probability clears the batch's
+budget threshold (analysis.costmodel.adaptive_budget).
 Seeded per cell (from the cell id), so a cell yields the same samples in any run order; request lengths
 are seeded per workload, so every method sees the same prompt set.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import polars as pl
@@ -22,6 +27,8 @@ import polars as pl
 from analysis import calibration, costmodel, params
 from ingest.cellstats import seed_for
 from ingest.records import CellKey, SpecCounters, conform_requests
+
+ADAPTIVE_MIX = 32  # representative requests of a batch's difficulty mix for the adaptive verification budget
 
 
 @dataclass(slots=True)
@@ -35,6 +42,17 @@ class SimResult:
 
 def _lengths(rng: np.random.Generator, median: float, sigma: float, n: int, cap: int) -> np.ndarray:
     return np.clip(np.round(median * rng.lognormal(0.0, sigma, n)), 8, cap).astype(np.int64)
+
+
+def drafted_depth(key: CellKey, batch: float, n_requests: int) -> int:
+    """Draft positions per verify step: the cell's depth; under a schedule, its depth at the running batch
+    (min(concurrency, requests): the closed loop keeps that many in flight); adaptive verification drafts its
+    maximum depth (and verifies fewer, see the module docstring)."""
+    if key.method == "none":
+        return 0
+    if key.schedule:
+        return costmodel.depth_at(key.schedule, min(batch, float(n_requests)))
+    return key.depth
 
 
 def simulate_cell(key: CellKey, n_requests: int, *, max_output_tokens: int = 2048) -> SimResult:
@@ -53,15 +71,22 @@ def simulate_cell(key: CellKey, n_requests: int, *, max_output_tokens: int = 204
     prompts = np.random.default_rng(seed_for(hashlib.sha256(key.workload.encode()).hexdigest()))
     inputs = _lengths(prompts, wl.input_median, noise["input_sigma"], n, 8192)
     outputs = _lengths(prompts, wl.output_median, noise["length_sigma"], n, max_output_tokens)
-    k = key.depth if key.method != "none" else 0
     batch = float(key.concurrency)
+    k = drafted_depth(key, batch, n)
     context = float(inputs.mean() + outputs.mean() / 2)
     t_plain = costmodel.verify_ms(dep, batch, 1.0, context)
+    threshold = 0.0  # adaptive verification: a request verifies the positions whose survival is at least this
     if k:
         mp = p.methods[key.method]
         t_spec = (costmodel.verify_ms(dep, batch, k + 1.0, context)
                   + costmodel.draft_ms(dep, mp.draft, batch, k, context))
         cond = calibration.conditional_positions(key.method, key.family, key.workload, k)
+        if key.adaptive:  # the batch's mix: requests at the quantiles of the per-request difficulty
+            z = np.array([NormalDist().inv_cdf((i + 0.5) / ADAPTIVE_MIX) for i in range(ADAPTIVE_MIX)])
+            mix = np.exp(noise["alpha_sigma"] * z)
+            survival = np.cumprod(np.clip(cond[None, :] * mix[:, None], 0.0, 0.98), axis=1)
+            budget = costmodel.adaptive_budget(dep, mp.draft, batch, survival, context)
+            threshold, t_spec = budget.threshold, budget.step_ms
         propose = float(mp.propose.get(key.workload, 1.0)) if mp.propose else 1.0
         t_nodraft = t_plain + mp.draft.pass_ms  # n-gram step that found no match
     per_pos = np.zeros(k, dtype=np.int64)
@@ -80,7 +105,8 @@ def simulate_cell(key: CellKey, n_requests: int, *, max_output_tokens: int = 204
             difficulty = rng.lognormal(0.0, noise["alpha_sigma"])
             r = np.cumprod(np.clip(cond * difficulty, 0.0, 0.98))
             u = rng.random(steps_max)
-            acc = (u[:, None] < r[None, :]).sum(axis=1)
+            verified = int((r >= threshold).sum())  # k, or adaptive verification's admitted positions
+            acc = (u[:, None] < r[None, :verified]).sum(axis=1)
             has_draft = rng.random(steps_max) < propose if propose < 1.0 else np.ones(steps_max, dtype=bool)
             acc = np.where(has_draft, acc, 0)
             tokens = acc + 1
@@ -91,7 +117,7 @@ def simulate_cell(key: CellKey, n_requests: int, *, max_output_tokens: int = 204
             step_ms = np.where(has_draft, t_spec, t_nodraft) * jitter[:n_steps]
             d = int(has_draft.sum())
             drafts_total += d
-            drafted[i] = d * k
+            drafted[i] = d * verified
             accepted[i] = int(acc.sum())
             per_pos += (acc[has_draft][:, None] >= np.arange(1, k + 1)[None, :]).sum(axis=0)
         else:
@@ -120,7 +146,7 @@ def simulate_cell(key: CellKey, n_requests: int, *, max_output_tokens: int = 204
         "start_s": start,
         "drafted_tokens": drafted if k else None, "accepted_tokens": accepted if k else None,
     }, strict=False)
-    counters = (SpecCounters(drafts=drafts_total, draft_tokens=drafts_total * k,
+    counters = (SpecCounters(drafts=drafts_total, draft_tokens=int(drafted.sum()),
                              accepted_tokens=int(accepted.sum()), accepted_per_pos=per_pos.tolist())
                 if k else None)
     return SimResult(requests=conform_requests(frame), counters=counters,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from analysis.labels import group_label
-from analysis.report.document import Answer, Summary, candidate, interval_text, plural, signed_pct
+from analysis.labels import candidate_of, group_label
+from analysis.report.document import Answer, Summary, interval_text, plural, signed_pct
 from analysis.vocabulary import cell_words
 
 BACKEND_WORDS = {
@@ -43,11 +43,11 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
     command it carries."""
     w = c["winner"]
     words = cell_words(c)  # the same words as every page shows for this cell
-    best = candidate(w["method"], w["depth"])
+    best = candidate_of(w)
     verdict = c.get("verdict", "clear" if c["clear"] else "tie")
     pick = c.get("pick") if isinstance(c.get("pick"), dict) and c["pick"].get("method") else None
     chosen = pick if pick is not None and verdict != "clear" else None
-    cand = candidate(chosen["method"], chosen.get("depth")) if chosen else best
+    cand = candidate_of(chosen) if chosen else best
     gain_text = _gain_text(c, w)
     if chosen and cand != best:
         if chosen.get("gain_vs_none_text") and w["method"] != "none":  # the pick's own gain, with its certainty
@@ -57,7 +57,7 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
         gain_text = f"{behind} the best point estimate {best} ({gain_text})"
     ru = c.get("runner_up")
     if verdict == "clear":
-        ahead = (f" ahead of {candidate(ru['method'], ru['depth'])} by {c['margin_pct']:.1f} %"
+        ahead = (f" ahead of {candidate_of(ru)} by {c['margin_pct']:.1f} %"
                  if ru and c.get("margin_pct") is not None else "")
         chance = w.get("p_best")
         confidence = (f"clear winner{ahead}: best in {chance * 100:.0f} % of the paired replicates"
@@ -65,8 +65,7 @@ def _answer(c: dict, several_loads: bool = False) -> Answer:
     elif c.get("tie_text"):
         confidence = c["tie_text"]
     else:
-        tied = [candidate(t["method"], t["depth"]) for t in c["tied"] if (t["method"], t["depth"])
-                != (w["method"], w["depth"])]
+        tied = [candidate_of(t) for t in c["tied"] if candidate_of(t) != best]
         shown = ", ".join(tied[:3]) + (f" and {len(tied) - 3} more" if len(tied) > 3 else "")
         confidence = (f"tie with {shown}: each has a real chance of being best; "
                       f"{best} has the best point estimate")

@@ -34,12 +34,18 @@ class Choice:
     """One candidate configuration: a method and its depth (``num_speculative_tokens``; 0 for none).
 
     With a ``schedule`` the depth follows the batch size (vLLM's ``num_speculative_tokens_per_batch_size``)
-    and ``depth`` is its largest depth, the cap vLLM applies to every range.
+    and ``depth`` is its largest depth, the cap vLLM applies to every range. With ``adaptive`` the verifier trims
+    each step's drafts (vLLM's ``enable_adaptive_verification``, DSpark) and ``depth`` is the most it drafts.
     """
 
     method: str
     depth: int
     schedule: Schedule = ()
+    adaptive: bool = False
+
+    @property
+    def mode(self) -> str:
+        return "schedule" if self.schedule else "adaptive" if self.adaptive else "fixed"
 
     @property
     def label(self) -> str:
@@ -47,6 +53,8 @@ class Choice:
             return "none"
         if self.schedule:
             return f"{self.method}·" + ",".join(f"{a}-{b}→{k}" for a, b, k in self.schedule)
+        if self.adaptive:
+            return f"{self.method}·≤{self.depth} adaptive"
         return f"{self.method}·{self.depth}"
 
 
@@ -94,6 +102,8 @@ def speculative_config(choice: Choice, draft_models: dict[str, str] | None = Non
     config: dict[str, Any] = {"method": choice.method, "num_speculative_tokens": choice.depth}
     if choice.schedule:
         config["num_speculative_tokens_per_batch_size"] = [list(r) for r in choice.schedule]
+    if choice.adaptive:
+        config["enable_adaptive_verification"] = True
     measured = (extras or {}).get(choice.method) or {}
     if choice.method == "ngram" and not measured:
         config.update(NGRAM_DEFAULTS)

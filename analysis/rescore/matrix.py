@@ -102,6 +102,10 @@ def load_matrices(con: duckdb.DuckDBPyConnection, families: tuple[str, ...] = ()
     # Re-scoring interpolates along load: a figure whose load is not stated (published point figures) has no
     # place on that axis and no latency samples, so it is not part of a re-scoring matrix.
     cells = cells.filter(pl.col("concurrency").is_not_null())
+    # A matrix cell is keyed (method, depth, workload, load): a measured schedule or adaptive-verification cell
+    # of the same depth would take a fixed cell's place. Re-scoring builds its schedules from fixed cells
+    # (analysis.schedule); measured modes are the winners' candidates, not yet re-scoring's (docs/rescoring.md).
+    cells = cells.filter(pl.col("mode") == "fixed")
     if cells.height == 0:
         return {}
     reps = frames.replicates_of(con, cells, REPLICATED)

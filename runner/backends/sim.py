@@ -8,7 +8,7 @@ from analysis.model_draws import cell_factors
 from ingest.records import CellKey
 from runner.backends.base import CellOutcome, HostFacts, Sink
 from runner.matrix import Matrix, ServerConfig
-from runner.simulate import simulate_cell
+from runner.simulate import drafted_depth, simulate_cell
 
 
 class SimBackend:
@@ -24,11 +24,11 @@ class SimBackend:
         sources = {w.name: w.source for w in matrix.workloads}
         for key in cells:
             tokens = max(wl_tokens[key.workload], 16)
-            if key.schedule or key.synthetic_rates:
-                # The simulator models one static depth with its drafter's acceptance; a schedule or given rates
-                # simulated as that would be a number about a different server (analysis derives schedules).
-                what = "a depth schedule per batch size" if key.schedule else "synthetic acceptance rates"
-                why = f"simulator: {what} is a real-server option the simulator does not model (use --backend vllm)"
+            if key.synthetic_rates:
+                # The simulator models a drafter's own acceptance; given rates simulated as that would be a number
+                # about a different server. (Schedules and adaptive verification are modelled: runner/simulate.py.)
+                why = ("simulator: synthetic acceptance rates is a real-server option the simulator does not model "
+                       "(use --backend vllm)")
                 sink(CellOutcome(key, status="failed", error=why))
                 continue
             # The simulator knows workloads by their prompt set: `[workloads.specbench] source = "chat"` is the
@@ -44,8 +44,8 @@ class SimBackend:
                     model_key = dataclasses.replace(key, workload=source)
                     res = simulate_cell(model_key, matrix.requests_for(key.concurrency), max_output_tokens=tokens)
                 # model uncertainty as data: ingest multiplies the cell's bootstrap replicates by these factors
-                factors = cell_factors(key.method, key.depth, key.family, model_key.workload, key.gpu,
-                                       key.concurrency)
+                factors = cell_factors(key.method, drafted_depth(key, key.concurrency, res.requests.height),
+                                       key.family, model_key.workload, key.gpu, key.concurrency)
             except (ValueError, KeyError) as exc:
                 sink(CellOutcome(key, status="failed", error=f"simulator: {exc}"))
                 continue

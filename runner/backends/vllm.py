@@ -191,7 +191,8 @@ class VllmBackend:
             draft_model=fam.draft_models.get(config.method) or meth.draft_model,
             tensor_parallel_size=fam.tensor_parallel_size, extra_flags=fam.vllm_args,
             schedule=config.schedule, synthetic_rates=config.synthetic_rates, per_request=per_request,
-            command_template=launch_template(matrix, self.settings), env=matrix.env, cwd=self.run_dir,
+            adaptive=config.adaptive, command_template=launch_template(matrix, self.settings), env=matrix.env,
+            cwd=self.run_dir,
         )
         try:
             server.start()

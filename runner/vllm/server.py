@@ -45,12 +45,14 @@ def speculative_config(
     draft_model: str | None = None,
     schedule: tuple[tuple[int, int, int], ...] = (),
     synthetic_rates: tuple[float, ...] = (),
+    adaptive: bool = False,
 ) -> dict[str, Any] | None:
     """The ``--speculative-config`` dict for a method and depth; ``None`` for the ``none`` baseline.
 
     ``schedule`` becomes vLLM's ``num_speculative_tokens_per_batch_size`` (``num_speculative_tokens`` is then its
     largest K); ``synthetic_rates`` switch on ``rejection_sample_method: "synthetic"`` with those
-    ``synthetic_acceptance_rates`` (vllm/config/speculative.py)."""
+    ``synthetic_acceptance_rates`` (vllm/config/speculative.py); ``adaptive`` sets ``enable_adaptive_verification``
+    (DSpark: the verifier trims each step's drafts, ``num_speculative_tokens`` is the most it drafts)."""
     if method == "none":
         return None
     if num_speculative_tokens < 1:
@@ -71,6 +73,8 @@ def speculative_config(
         config["model"] = draft_model
     if schedule:
         config["num_speculative_tokens_per_batch_size"] = [list(r) for r in schedule]
+    if adaptive:
+        config["enable_adaptive_verification"] = True
     if synthetic_rates:
         config["rejection_sample_method"] = "synthetic"
         config["synthetic_acceptance_rates"] = list(synthetic_rates)
@@ -96,6 +100,7 @@ def build_server_args(
     schedule: tuple[tuple[int, int, int], ...] = (),
     synthetic_rates: tuple[float, ...] = (),
     per_request: str = "off",
+    adaptive: bool = False,
 ) -> list[str]:
     """The server's argv tail (one list element per argv word, so the JSON needs no shell quoting).
 
@@ -103,7 +108,7 @@ def build_server_args(
     server only: vLLM 0.32 refuses the flag without ``--speculative-config`` (vllm/config/vllm.py)."""
     args: list[str] = []
     spec = speculative_config(method, num_speculative_tokens, speculative_extra, draft_model, schedule,
-                              synthetic_rates)
+                              synthetic_rates, adaptive)
     if spec is not None:
         args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
         if per_request != "off" and PER_REQUEST_FLAG not in extra_flags:
@@ -263,6 +268,7 @@ class VllmServer:
         schedule: tuple[tuple[int, int, int], ...] = (),
         synthetic_rates: tuple[float, ...] = (),
         per_request: str = "off",
+        adaptive: bool = False,
         command_template: str = DEFAULT_COMMAND,
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
@@ -280,6 +286,7 @@ class VllmServer:
             schedule=schedule,
             synthetic_rates=synthetic_rates,
             per_request=per_request,
+            adaptive=adaptive,
         )
         self.command_template = command_template
         self.log_path = Path(log_path) if log_path is not None else None

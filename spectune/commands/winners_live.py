@@ -11,7 +11,7 @@ from analysis import derived, labels
 from analysis.curves import curve
 from analysis.frames import Filters
 from analysis.glance import summary
-from analysis.labels import candidate, group_label
+from analysis.labels import candidate_of, group_label
 from analysis.reading import checked, open_store
 from analysis.rescore.config import parse_choice, parse_draft_models
 from analysis.schedule import schedules
@@ -87,16 +87,16 @@ def print_winners(args: argparse.Namespace, res: dict) -> int:
         edge = f"  [{c['grid_edge']['text']}]" if c.get("grid_edge") else ""
         source = f"  [source: {c['source_url']}]" if c.get("source_url") else ""
         print(f"{group_label(c):<60} "
-              f"{candidate(w['method'], w['depth']):<10} {w['value']:>10.3f}  {verdict}{origin}{whole}{edge}{source}")
+              f"{candidate_of(w):<10} {w['value']:>10.3f}  {verdict}{origin}{whole}{edge}{source}")
         pick = c.get("pick") or {}
         gain = pick.get("gain_vs_none_text") or c.get("gain_vs_none_text")
         if gain or c.get("uncertainty"):  # the pick's gain with its certainty, and where that certainty comes from
-            who = f"pick {candidate(pick['method'], pick['depth'])}: " if pick.get("method") else ""
+            who = f"pick {candidate_of(pick)}: " if pick.get("method") else ""
             unc = f"  [uncertainty: {c['uncertainty']}]" if c.get("uncertainty") else ""
             print(f"        {who}{gain or ''}{unc}")
         for cand in c["top3"]:  # a suspect acceptance is said wherever its cell is shown
             if cand.get("acceptance_suspect"):
-                name = candidate(cand["method"], cand["depth"])
+                name = candidate_of(cand)
                 print(f"  acceptance suspect ({name}): {cand['acceptance_suspect']}")
         deploy = (c.get("pick") or {}).get("deploy") or c.get("deploy")  # the pick is what to deploy
         if deploy:

@@ -181,3 +181,26 @@ def test_dataset_and_load_not_stated_in_the_cell_id():
     ids = {CellKey("mtp", 3, "Qwen", KEY.model, "code", "MI300X", c, dataset=d).cell_id
            for c in (None, 0, 16) for d in (None, "HumanEval", "MBPP")}
     assert len(ids) == 9
+
+
+def test_a_version_6_store_upgrades_to_modes(tmp_path):
+    """Schema 7: cells.mode. A store of schema 6 gets the column, filled from what its cells ran: a schedule cell
+    is `schedule`, every other cell `fixed`; a new adaptive cell says `adaptive` and has its own id."""
+    path = tmp_path / "v6.duckdb"
+    sched = CellKey("mtp", 5, "Qwen", KEY.model, "code", "MI300X", 16, schedule=((1, 8, 5), (9, 64, 3)))
+    with store.session(path) as con:
+        store.write_cell(con, "r", KEY, _requests(), window_s=5.0, gpu_count=1)
+        store.write_cell(con, "r", sched, _requests(), window_s=5.0, gpu_count=1)
+        con.execute("ALTER TABLE cells DROP COLUMN mode")  # back to what v6 wrote
+        con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    store._ENSURED.clear()
+    with store.session(path, read_only=True) as con:  # a reader upgrades the store once
+        got = dict(con.execute("SELECT cell_id, mode FROM cells").fetchall())
+        version = sql.one(con, "SELECT value FROM meta WHERE key = 'schema_version'")[0]
+    assert got == {KEY.cell_id: "fixed", sched.cell_id: "schedule"} and version == "7"
+    adaptive = CellKey("dspark", 8, "Qwen", KEY.model, "code", "MI300X", 16, adaptive=True)
+    fixed = CellKey("dspark", 8, "Qwen", KEY.model, "code", "MI300X", 16)
+    assert adaptive.cell_id != fixed.cell_id and adaptive.server_config != fixed.server_config
+    with store.session(path) as con:
+        store.write_cell(con, "r", adaptive, _requests(), window_s=5.0, gpu_count=1)
+        assert sql.one(con, "SELECT mode FROM cells WHERE cell_id = ?", [adaptive.cell_id])[0] == "adaptive"

@@ -2,7 +2,7 @@
 ``synthetic_acceptance_rates`` (rejection_sample_method "synthetic"), and ``run.per_request_spec_decode``.
 Each is validated as vLLM 0.32 validates it, with a one-line error naming the key; a schedule is one more server
 config whose cells have their own ids; synthetic-acceptance configs are refused on a CPU host before anything
-starts, with vLLM's own reason."""
+starts, with vLLM's own reason. (The simulator models schedules: tests/runner/test_simulate_modes.py.)"""
 
 from __future__ import annotations
 
@@ -122,15 +122,15 @@ def test_synthetic_acceptance_is_refused_on_this_cpu_host_before_anything_starts
         check_synthetic(load_matrix(extra), gpu_model="cpu")
 
 
-def test_the_simulator_refuses_a_schedule_cell_rather_than_simulating_another_server(tmp_path: Path) -> None:
+def test_the_simulator_refuses_synthetic_rates_rather_than_simulating_another_server(tmp_path: Path) -> None:
     path = tmp_path / "sim.toml"
-    text = BASE.format(method="depths = [3]\nschedule = [[1, 8, 5], [9, 64, 3]]", run="")
+    text = BASE.format(method="depths = [3]\nsynthetic_acceptance_rates = [0.9, 0.7, 0.5]", run="")
     text = text.replace('gpus = ["cpu"]', 'gpus = ["MI300X"]')
     path.write_text(text.replace('[families.F]\nmodel = "m"', '[families.Gemma]\nmodel = "google/gemma-4-31B-it"'))
     res = cli("runner", "run", "--matrix", str(path), "--backend", "sim", "--db", str(tmp_path / "s.duckdb"),
               "--json")
     summary = json.loads(res.stdout)
-    assert summary["cells_ok"] == 4 and summary["cells_failed"] == 2
+    assert summary["cells_ok"] == 2 and summary["cells_failed"] == 2
     for f in summary["failures"]:
-        assert f["cell"].startswith("Gemma/ngram:schedule(1-8:5,9-64:3)@MI300X")
+        assert f["cell"].startswith("Gemma/ngram:3~synthetic(0.9,0.7,0.5)@MI300X")
         assert "the simulator does not model" in f["error"]
