@@ -9,8 +9,9 @@ A command module gives either ``add_arguments(parser)`` and ``run(args) -> int``
 name → (add_arguments, run) for the commands it groups, or ``run_words(words) -> int`` when it takes its
 words unparsed (``dashboard`` hands them to ``streamlit run``). Every parsed command gets ``--db`` and ``--json``.
 
-``python -m analysis|ingest|runner`` are aliases: their ``__main__`` calls :func:`main` with the commands of
-:data:`ALIASES`, so flags, JSON and exit codes are the same. Exit codes: 0 ok, 2 bad input or usage (one line
+``python -m analysis|ingest|runner`` are aliases: their ``__main__`` runs spectune/alias.py (without importing
+spectune: ingest/alias.py), which calls :func:`main` with the commands of :data:`ALIASES`, so flags, JSON and exit
+codes are the same. Exit codes: 0 ok, 2 bad input or usage (one line
 ``error: …`` on stderr), 1 unexpected, 3 (``compare``, ``drift``) when a winner changed, 128+N on signal N.
 """
 
