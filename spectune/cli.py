@@ -27,6 +27,7 @@ from types import ModuleType
 from ingest.errors import InputError, UsageError, store_failure
 from ingest.paths import default_db_path
 from ingest.pipes import run_quietly
+from ingest.settings import load as load_settings
 from spectune import __version__
 from spectune.parser import OneLineParser, add_common, selected_command
 
@@ -115,8 +116,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "spectune", descripti
 
 
 def run_parsed(module: ModuleType, run: Run, args: argparse.Namespace) -> int:
-    """``run(args)`` with bad input, a damaged store and an interrupt each said in one line."""
+    """``run(args)`` with bad input, a damaged store and an interrupt each said in one line. The settings are read
+    here, once (``args.settings``, a typed ingest.settings.Settings): the command hands them down."""
     try:
+        args.settings = load_settings()
         return run(args)
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
@@ -125,7 +128,8 @@ def run_parsed(module: ModuleType, run: Run, args: argparse.Namespace) -> int:
         print("error: interrupted", file=sys.stderr)
         return 128 + getattr(exc, "signum", signal.SIGINT)
     except Exception as exc:  # a DuckDB error is about the store: one line naming it (ingest/errors.py)
-        failure = store_failure(exc, args.db if getattr(args, "db", None) is not None else default_db_path())
+        failure = store_failure(exc, args.db if getattr(args, "db", None) is not None
+                                else default_db_path(getattr(args, "settings", None)))
         if failure is not None:
             print(failure.one_line(), file=sys.stderr)
             return 2
