@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,6 +91,24 @@ def after_write(db: str | Path | None) -> list[str]:
         print(f"warning: derived answers not refreshed ({' '.join(str(exc).split())[:200]}); "
               "winners computes live until the next write", file=sys.stderr)
         return []
+
+
+def after_landing(code: int, db: str | Path | None) -> int:
+    """A writing command's exit code ``code``, passed through: when it is 0 its data landed, so :func:`after_write`
+    runs first (the one wrapper of every command that writes the store: results, trace, requests, run)."""
+    if code == 0:
+        after_write(db)
+    return code
+
+
+def live_copy(db: str | Path, dest: Path) -> Path:
+    """A copy of the store at ``db`` at ``dest`` without derived rows: every answer on it is computed live (what the
+    benchmarks and tests hold the kept answers against). Returns ``dest``."""
+    shutil.copy(db, dest)
+    with store.session(dest) as con:
+        for table in ("derived", "derived_matrices", "derived_matrix_cells"):
+            con.execute(f"DELETE FROM {table}")
+    return dest
 
 
 def keep_default_answer(doc: dict, stamp: str | None) -> None:

@@ -52,14 +52,17 @@ class Plan:
     rss_repeats: int = 1
     client_requests: int = 2000
     client_repeats: int = 3
-    watch_rounds: int = 4  # 15 s each
+    watch_rounds: int = 4
     watch_repeats: int = 2
+    watch_interval_s: float = 15.0  # the watch's scrape period, each round one period
 
 
 FULL = Plan()
-QUICK = Plan(store_rows=302_400, csv_rows=100_000, parquet_rows=300_000, repeats=3, ingest_repeats=2,
+# --quick: every figure once, small; the watch's round is 5 s (the full run's 15 s mostly waits, here and for the
+# idle baseline beside it), and ``sizes`` in the output says so.
+QUICK = Plan(store_rows=302_400, csv_rows=100_000, parquet_rows=300_000, repeats=3, ingest_repeats=1,
              pandas_repeats=1, rescore_repeats=1, page_changes=3, cold_repeats=1, client_requests=300,
-             client_repeats=1, watch_rounds=1, watch_repeats=1)
+             client_repeats=1, watch_rounds=1, watch_repeats=1, watch_interval_s=5.0)
 
 
 def _rescore(db: Path, trace: Path, repeats: int, warm: Path) -> dict[str, Any]:
@@ -166,20 +169,22 @@ def run(plan: Plan, workdir: Path, only: set[str] | None = None, log=print) -> d
             baseline_ms=[r["baseline"]["client_cpu_ms_per_request"] for r in runs],
             cpu_ratio_vs_baseline=[r["cpu_ratio_vs_baseline"] for r in runs])
     if want("watch_cpu_pct_100_targets"):
-        log("watch overhead (100 simulated targets, 15 s interval)")
+        log(f"watch overhead (100 simulated targets, {plan.watch_interval_s:g} s interval)")
         from benchmarks.watch_overhead import measure as watch_measure
 
-        runs = [watch_measure(100, plan.watch_rounds, 15.0) for _ in range(plan.watch_repeats)]
+        runs = [watch_measure(100, plan.watch_rounds, plan.watch_interval_s) for _ in range(plan.watch_repeats)]
         figures["watch_cpu_pct_100_targets"] = figure(
             [r["watch_minus_idle_pct"] for r in runs], unit="% of one core", target=5.0,
             idle_baseline_pct=[r["idle_cpu_pct_of_core"] for r in runs],
             cpu_ms_per_round=[r["cpu_ms_per_round"] for r in runs], window_s=[r["window_s"] for r in runs],
             failed_rounds=sum(r["failed_rounds"] for r in runs))
     info["load_avg_end"] = load_average()
-    if plan.store_rows < FULL.store_rows:  # the targets are defined at full size: no verdict on a smaller run
-        for key in SIZED:
-            if key in figures and figures[key].pop("meets_target", None) is not None:
-                figures[key]["target_applies_at"] = "full size (python benchmarks/run.py)"
+    # the targets are defined at full size (the watch's at its 15 s interval): no verdict on a smaller run
+    unsized = [k for k in SIZED if plan.store_rows < FULL.store_rows]
+    unsized += ["watch_cpu_pct_100_targets"] if plan.watch_interval_s != FULL.watch_interval_s else []
+    for key in unsized:
+        if key in figures and figures[key].pop("meets_target", None) is not None:
+            figures[key]["target_applies_at"] = "full size (python benchmarks/run.py)"
     sizes = asdict(plan)
     if "ingest_rows_per_s" in figures:  # the generator rounds up to whole cells of the default matrix
         sizes["store_rows_requested"], sizes["store_rows"] = plan.store_rows, figures["ingest_rows_per_s"]["rows"]

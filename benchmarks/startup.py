@@ -75,19 +75,6 @@ def _run_in(args: list[str], env: dict[str, str], out_of: dict[str, bytes] | Non
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def live_copy(db: Path, folder: Path) -> Path:
-    """A copy of the store without its derived rows: every answer on it is computed live."""
-    import shutil
-
-    from ingest import store
-
-    other = folder / "live.duckdb"
-    shutil.copy(db, other)
-    with store.session(other) as con:
-        con.execute("DELETE FROM derived")
-    return other
-
-
 def measure(repeats: int = 9) -> dict:
     from analysis import derived
     from ingest import open_store, store
@@ -100,7 +87,7 @@ def measure(repeats: int = 9) -> dict:
     samples: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in COMMANDS}
     outputs: dict[str, dict[str, bytes]] = {"default": {}, "live": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        live = str(live_copy(store.default_db_path(), Path(tmp)))
+        live = str(derived.live_copy(store.default_db_path(), Path(tmp) / "live.duckdb"))
         argv = {name: [a.replace("{live}", live) for a in args] for name, (args, _t, _w) in COMMANDS.items()}
         for name in COMMANDS:  # warm the page cache and .pyc files
             _run(argv[name], env)
@@ -154,7 +141,7 @@ def after_import(repeats: int = 5) -> dict:
             got = {"import_s": _run(["-m", "ingest", "results", str(SAMPLE), "--db", str(db), "--json"], env),
                    "winners_json_after_import_s": _run(["-m", "analysis", "winners", "--json", "--db", str(db)],
                                                        env, outs)}
-            live = live_copy(db, Path(tmp))
+            live = derived.live_copy(db, Path(tmp) / "live.duckdb")
             live_outs: dict[str, bytes] = {}
             got["winners_json_after_import_live_s"] = _run(["-m", "analysis", "winners", "--json", "--db", str(live)],
                                                            env, live_outs)

@@ -1,16 +1,17 @@
 """``python -m ingest`` — an alias of ``spectune`` for the ingest commands (spectune/cli.py ALIASES): the same
-parsers, JSON and exit codes; the commands live in spectune/commands/."""
+parsers, JSON and exit codes; the commands live in spectune/commands/. It runs spectune/alias.py
+without importing spectune (ingest/alias.py), so the arrows stay pointing down."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ingest.alias import run_alias
 from ingest.pipes import run_quietly
-from spectune.cli import alias_main
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return alias_main("ingest", argv)
+    return run_alias("ingest", argv)
 
 
 if __name__ == "__main__":

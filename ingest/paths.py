@@ -37,13 +37,14 @@ def default_db_path(settings: settings_mod.Settings | None = None) -> Path:
     return s.db if s.db is not None else DEFAULT_DB
 
 
-def announce_first_start(db: Path | None) -> None:
+def announce_first_start(db: Path | None, settings: settings_mod.Settings | None = None) -> None:
     """Say on stderr, before the heavy imports, that the default store is about to be built (a first start takes
-    seconds; ingest/default_data.py then reports each step). Nothing when ``--db`` is given or the store exists."""
+    seconds; ingest/default_data.py then reports each step). Nothing when ``--db`` is given or the store exists.
+    ``settings``: the command's (default: this process's)."""
     if db is not None:
         return
     try:
-        target = default_db_path()
+        target = default_db_path(settings)
     except UsageError:  # a bad setting: the command itself says so, in one line
         return
     if os.path.lexists(target):

@@ -9,8 +9,9 @@ A command module gives either ``add_arguments(parser)`` and ``run(args) -> int``
 name → (add_arguments, run) for the commands it groups, or ``run_words(words) -> int`` when it takes its
 words unparsed (``dashboard`` hands them to ``streamlit run``). Every parsed command gets ``--db`` and ``--json``.
 
-``python -m analysis|ingest|runner`` are aliases: their ``__main__`` calls :func:`main` with the commands of
-:data:`ALIASES`, so flags, JSON and exit codes are the same. Exit codes: 0 ok, 2 bad input or usage (one line
+``python -m analysis|ingest|runner`` are aliases: their ``__main__`` runs spectune/alias.py (without importing
+spectune: ingest/alias.py), which calls :func:`main` with the commands of :data:`ALIASES`, so flags, JSON and exit
+codes are the same. Exit codes: 0 ok, 2 bad input or usage (one line
 ``error: …`` on stderr), 1 unexpected, 3 (``compare``, ``drift``) when a winner changed, 128+N on signal N.
 """
 
@@ -26,6 +27,7 @@ from types import ModuleType
 from ingest.errors import InputError, UsageError, store_failure
 from ingest.paths import default_db_path
 from ingest.pipes import run_quietly
+from ingest.settings import load as load_settings
 from spectune import __version__
 from spectune.parser import OneLineParser, add_common, selected_command
 
@@ -114,8 +116,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "spectune", descripti
 
 
 def run_parsed(module: ModuleType, run: Run, args: argparse.Namespace) -> int:
-    """``run(args)`` with bad input, a damaged store and an interrupt each said in one line."""
+    """``run(args)`` with bad input, a damaged store and an interrupt each said in one line. The settings are read
+    here, once (``args.settings``, a typed ingest.settings.Settings): the command hands them down."""
     try:
+        args.settings = load_settings()
         return run(args)
     except (InputError, UsageError) as exc:
         print(exc.one_line(), file=sys.stderr)
@@ -124,7 +128,8 @@ def run_parsed(module: ModuleType, run: Run, args: argparse.Namespace) -> int:
         print("error: interrupted", file=sys.stderr)
         return 128 + getattr(exc, "signum", signal.SIGINT)
     except Exception as exc:  # a DuckDB error is about the store: one line naming it (ingest/errors.py)
-        failure = store_failure(exc, args.db if getattr(args, "db", None) is not None else default_db_path())
+        failure = store_failure(exc, args.db if getattr(args, "db", None) is not None
+                                else default_db_path(getattr(args, "settings", None)))
         if failure is not None:
             print(failure.one_line(), file=sys.stderr)
             return 2

@@ -110,14 +110,15 @@ def small_matrix(tmp_path: Path) -> Path:
 # when it is done, so a long file started last runs on alone while the other worker idles. These files took the
 # most seconds in CI on this 2-core machine (2026-12-03, `--durations`), slowest first; every other file follows
 # in pytest-xdist's own order (most tests first). Order only: which tests run, and each file's own order, is
-# unchanged.
+# unchanged. test_factorized (half the families since: ~275 -> ~160 s), test_concurrency (two fewer reference
+# runs) and test_quick (a 5 s watch round, one ingest, the session's default store) are placed by their new times.
 SLOWEST_FILES = (
-    "tests/runner/test_factorized.py",
-    "tests/reliability/test_concurrency.py",
     "tests/runner/test_vllm_real.py",
     "tests/runner/vllm/test_ground_truth.py",
-    "tests/benchmarks/test_quick.py",
+    "tests/runner/test_factorized.py",
+    "tests/reliability/test_concurrency.py",
     "tests/ingest/watch/test_real_ab.py",
+    "tests/benchmarks/test_quick.py",
     "tests/reliability/test_corpus_cli.py",
     "tests/reliability/test_injection.py",
     "tests/runner/vllm/test_real_vllm.py",

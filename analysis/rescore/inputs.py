@@ -46,7 +46,7 @@ def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
         spec = ReadSpec(args.format, mapping_from_args(args.maps, args.timestamp_unit, files[0]), selector,
                         trace_limits(args))
         if getattr(args, "ray", None):
-            with ray_session(args.ray):
+            with ray_session(args.ray, getattr(args, "settings", None)):  # the command's settings, when it gave them
                 read = read_buckets(args.trace, files, spec, shard_by, ray_map(args.ray_files_per_task))
             return read.buckets, {**read.meta, "ray": args.ray}
         read = read_buckets(args.trace, files, spec, shard_by)
@@ -59,6 +59,6 @@ def load_input(args: argparse.Namespace, con, shard_by: str = "auto"):
 def trace_limits(args: argparse.Namespace):
     """The trace reader's limits with the file cap from --max-trace-bytes / $SPECTUNE_MAX_TRACE_BYTES (ingest.caps)."""
     caps.set_from_flag(caps.TRACE_CAP, getattr(args, "max_trace_bytes", None))
-    value, source = caps.resolve(caps.TRACE_CAP)
+    value, source = caps.resolve(caps.TRACE_CAP, getattr(args, "settings", None))
     return dc.replace(DEFAULT_LIMITS, max_file_bytes=value, file_cap_hint=(
         f" ({source}); raise it with {caps.TRACE_CAP.flag} SIZE or ${caps.TRACE_CAP.env}"))

@@ -33,10 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    announce_first_start(args.db)
+    announce_first_start(args.db, args.settings)
     if args.db is not None and not Path(args.db).exists():  # comparing only reads: never create a store
         raise UsageError(f"{args.db}: no such store")
-    with open_store.connect(args.db, read_only=args.db is not None or store.default_db_path().exists()) as con:
+    read_only = args.db is not None or store.default_db_path(args.settings).exists()
+    with open_store.connect(args.db, read_only=read_only) as con:
         run_b = resolve_run(con, args.run_b)
         run_a = resolve_run(con, args.run_a, before=run_b)
         report = compare_runs(con, run_a, run_b, CompareOptions(metric=args.metric,

@@ -57,7 +57,7 @@ def drift_args(p: argparse.ArgumentParser) -> None:
 
 
 def drift(args: argparse.Namespace) -> int:
-    announce_first_start(args.db)
+    announce_first_start(args.db, args.settings)
     with open_store(args.db) as con:
         logged = request_load.has_request_logs(con)
     if args.by is not None and not logged:
@@ -218,7 +218,7 @@ def ab_args(p: argparse.ArgumentParser) -> None:
 
 
 def ab(args: argparse.Namespace) -> int:
-    announce_first_start(args.db)
+    announce_first_start(args.db, args.settings)
     if not 1 <= args.block <= 86_400:
         raise UsageError(f"--block must be between 1 s and a day, got {args.block:g}")
     if not 0 <= args.margin_pct < 100:

@@ -43,10 +43,7 @@ def _text(value: str | None, flag: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    code = _land(args)
-    if code == 0:  # the store was written: what answers need is derived now, in this process (analysis/derived.py)
-        derived.after_write(args.db)
-    return code
+    return derived.after_landing(_land(args), args.db)  # what answers need, derived once the store was written
 
 
 def _land(args: argparse.Namespace) -> int:

@@ -82,14 +82,14 @@ def _options(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    announce_first_start(args.db)
+    announce_first_start(args.db, args.settings)
     opts = _options(args)
     with open_store(args.db) as con:
         dims = checked(con, family=list(opts.families), gpu=list(opts.gpus))
         opts = dataclasses.replace(opts, families=dims["family"], gpus=dims["gpu"])
         # The store's matrices (its derived rows when current, else loaded; on their own cursor) come in while the trace
         # is read: both run in native code (DuckDB, numpy, polars) that releases the GIL, so the two overlap.
-        db = Path(args.db) if args.db is not None else default_db_path()
+        db = Path(args.db) if args.db is not None else default_db_path(args.settings)
         with ThreadPoolExecutor(1) as pool:
             matrices = pool.submit(_matrices, db, con.cursor(), opts.families, opts.gpus)
             frame, meta = load_input(args, con, opts.shard_by)

@@ -81,10 +81,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _results_run(args: argparse.Namespace) -> int:
-    code = _results(args)
-    if code == 0:  # the store was written: what answers need is derived now, in this process (analysis/derived.py)
-        derived.after_write(args.db)
-    return code
+    return derived.after_landing(_results(args), args.db)  # what answers need, derived once the store was written
 
 
 COMMANDS = {"results": (_results_args, _results_run), "ingest": (_results_args, _results_run),

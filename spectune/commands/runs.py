@@ -141,7 +141,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise UsageError("--endpoint needs --backend vllm")
         if args.ray:
             raise UsageError("--endpoint attaches to one running server; it cannot be combined with --ray")
-        backend = VllmBackend(endpoint=args.endpoint)
+        backend = VllmBackend(endpoint=args.endpoint, settings=args.settings)
     t0 = time.monotonic()
     try:
         with stop_on_terminate():
@@ -152,7 +152,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     summary, fsum = run_factorized(matrix, opts, progress=progress, backend=backend, notify=_note)
             elif args.ray:
                 with progress_display(quiet=args.json) as progress:
-                    summary = run_matrix_ray(matrix, opts, address=args.ray, progress=progress)
+                    summary = run_matrix_ray(matrix, opts, address=args.ray, progress=progress,
+                                             settings=args.settings)
             else:
                 with progress_display(quiet=args.json) as progress:
                     summary = run_matrix(matrix, opts, progress=progress, backend=backend, notify=_note)
@@ -199,10 +200,7 @@ def _note(text: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    code = _cmd_run(args)
-    if code == 0:  # the store was written: what answers need is derived now, in this process (analysis/derived.py)
-        derived.after_write(args.db)
-    return code
+    return derived.after_landing(_cmd_run(args), args.db)  # what answers need, derived once the store was written
 
 
 COMMANDS = {"plan": (plan_arguments, _cmd_plan), "run": (run_arguments, _run)}

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from ingest import paths, settings
-from ingest.errors import UsageError
 
 HIDDEN = "<hidden>"  # a secret's value when it is set
 
@@ -58,11 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown:
         print(markdown_table())
         return 0
-    try:
-        current = settings.load()
-    except UsageError as exc:
-        print(exc.one_line(), file=sys.stderr)
-        return 2
+    current = args.settings  # read once by spectune/cli.py (a bad value: one line there, exit 2)
     doc = document(current)
     if args.json:
         print(json.dumps(doc, indent=2))

@@ -35,10 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    code = _store(args)
-    if code == 0:  # the store was written: what answers need is derived now, in this process (analysis/derived.py)
-        derived.after_write(args.db)
-    return code
+    return derived.after_landing(_store(args), args.db)  # what answers need, derived once the store was written
 
 
 def _store(args: argparse.Namespace) -> int:

@@ -74,7 +74,7 @@ def _curve_args(p: argparse.ArgumentParser) -> None:
 def _winners_run(args: argparse.Namespace) -> int:
     """The kept answer (analysis/derived.py) when every option is at its default and the store's derived data is
     current; else the live computation, which then keeps the default store's answer."""
-    announce_first_start(args.db)
+    announce_first_start(args.db, args.settings)
     # lazy: DuckDB loads for winners only (not for --help); derived_read imports nothing heavier
     from analysis import derived_read
 
@@ -94,7 +94,7 @@ def _is_default(args: argparse.Namespace) -> bool:
 
 
 def _curve_run(args: argparse.Namespace) -> int:
-    announce_first_start(args.db)
+    announce_first_start(args.db, args.settings)
     return _live().curve_run(args)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,13 +43,7 @@ PROBE = ("import sys\nfrom analysis.__main__ import main\ncode = main(sys.argv[1
 def store_copy(default_db: Path, tmp_path: Path) -> Path:
     """A copy of the default store as built, without derived data, to write to. (The shared default store may
     already hold derived rows: any test's default-options ``winners`` on it keeps its answer there.)"""
-    path = tmp_path / "store.duckdb"
-    shutil.copy(default_db, path)
-    with store.session(path) as con:
-        con.execute("DELETE FROM derived")
-        con.execute("DELETE FROM derived_matrices")
-        con.execute("DELETE FROM derived_matrix_cells")
-    return path
+    return derived.live_copy(default_db, tmp_path / "store.duckdb")
 
 
 def probe(db: Path, *args: str) -> subprocess.CompletedProcess:
@@ -68,15 +61,6 @@ def current(db: Path) -> set[str]:
         return set(derived_read.current(con))
 
 
-def live_copy(db: Path, tmp_path: Path) -> Path:
-    """The same store without its derived rows: every answer on it is computed live."""
-    other = tmp_path / "live.duckdb"
-    shutil.copy(db, other)
-    with store.session(other) as con:
-        con.execute("DELETE FROM derived")
-    return other
-
-
 def test_an_import_leaves_current_derived_data_and_winners_reads_it(store_copy, tmp_path):
     assert current(store_copy) == set()  # a store as built from the embedded data has none yet
     imported = cli("ingest", "results", str(SAMPLE), "--json", db=store_copy)
@@ -86,7 +70,7 @@ def test_an_import_leaves_current_derived_data_and_winners_reads_it(store_copy, 
     kept_json, kept_text = probe(store_copy, "winners", "--json"), probe(store_copy, "winners")
     assert kept_json.returncode == kept_text.returncode == 0
     assert heavy(kept_json) == ""  # the kept document: neither polars nor numpy imported
-    live = live_copy(store_copy, tmp_path)
+    live = derived.live_copy(store_copy, tmp_path / "live.duckdb")
     live_json, live_text = probe(live, "winners", "--json"), probe(live, "winners")
     assert heavy(live_json) == "numpy,polars"  # computed
     assert kept_json.stdout == live_json.stdout  # byte for byte the live answer
@@ -126,7 +110,7 @@ def test_a_trace_import_and_a_run_refresh_too(store_copy, tmp_path):
     assert current(store_copy) == {"winners", "matrices"}  # the run's cells are in the kept answer
     kept = probe(store_copy, "winners", "--json")
     assert heavy(kept) == ""
-    assert kept.stdout == probe(live_copy(store_copy, tmp_path), "winners", "--json").stdout
+    assert kept.stdout == probe(derived.live_copy(store_copy, tmp_path / "live.duckdb"), "winners", "--json").stdout
 
 
 def _session_members(sid: int) -> list[int]:
@@ -193,7 +177,7 @@ def test_the_kept_matrices_are_the_live_ones(store_copy):
 
 def test_rescore_answers_the_same_with_and_without_the_kept_matrices(store_copy, tmp_path):
     derived.refresh_store(store_copy)
-    live = live_copy(store_copy, tmp_path)
+    live = derived.live_copy(store_copy, tmp_path / "live.duckdb")
     kept = cli("analysis", "rescore", str(TRACE), "--json", db=store_copy)
     computed = cli("analysis", "rescore", str(TRACE), "--json", db=live)
     assert kept.returncode == computed.returncode == 0, kept.stderr + computed.stderr

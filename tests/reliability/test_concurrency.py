@@ -85,38 +85,57 @@ def _union_check(alone: list[Path], together: Path) -> None:
         assert_frame_equal(_sorted({name: union})[name], _sorted({name: got[name]})[name], check_exact=True)
 
 
-def test_two_runners_on_one_store_lose_nothing(tmp_path: Path, matrices: tuple[Path, Path]) -> None:
-    a, b = matrices
-    # alone, each in its own store (fixed run ids so rows compare exactly)
-    for m, rid in ((a, "A"), (b, "B")):
-        _finish(_start(m, tmp_path / f"alone-{rid}.duckdb", "--run-id", rid))
+class AloneRuns:
+    """Each (matrix, run id) run alone in its own store, once for the module, and how long it took: the reference a
+    concurrent or a killed run is compared with (fixed run ids, so rows compare exactly). The tests that need the same
+    reference share it (the small matrix under run id A, and under R) instead of running it again."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.matrices = {"small": root / "small.toml", "other": root / "other.toml"}
+        self.matrices["small"].write_text(SMALL_MATRIX)
+        self.matrices["other"].write_text(OTHER_MATRIX)
+        self.seconds: dict[tuple[str, str], float] = {}
+
+    def db(self, name: str, run_id: str) -> Path:
+        path = self.root / f"alone-{name}-{run_id}.duckdb"
+        if (name, run_id) not in self.seconds:
+            t0 = time.monotonic()
+            _finish(_start(self.matrices[name], path, "--run-id", run_id))
+            self.seconds[(name, run_id)] = time.monotonic() - t0
+        return path
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory: pytest.TempPathFactory) -> AloneRuns:
+    return AloneRuns(tmp_path_factory.mktemp("alone"))
+
+
+def test_two_runners_on_one_store_lose_nothing(tmp_path: Path, alone: AloneRuns) -> None:
+    a, b = alone.matrices["small"], alone.matrices["other"]
+    want = [alone.db("small", "A"), alone.db("other", "B")]  # alone, each in its own store
     shared = tmp_path / "shared.duckdb"
     pa, pb = _start(a, shared, "--run-id", "A"), _start(b, shared, "--run-id", "B")
     ra, rb = _finish(pa), _finish(pb)
     assert ra["cells_failed"] == rb["cells_failed"] == 0
-    _union_check([tmp_path / "alone-A.duckdb", tmp_path / "alone-B.duckdb"], shared)
+    _union_check(want, shared)
 
 
-def test_one_matrix_under_two_run_ids_at_once_lose_nothing(tmp_path: Path, matrices: tuple[Path, Path]) -> None:
-    a, _ = matrices
-    for rid in ("R1", "R2"):
-        _finish(_start(a, tmp_path / f"alone-{rid}.duckdb", "--run-id", rid))
+def test_one_matrix_under_two_run_ids_at_once_lose_nothing(tmp_path: Path, alone: AloneRuns) -> None:
+    a = alone.matrices["small"]
+    want = [alone.db("small", "A"), alone.db("small", "R")]
     shared = tmp_path / "shared.duckdb"
-    p1, p2 = _start(a, shared, "--run-id", "R1"), _start(a, shared, "--run-id", "R2")
+    p1, p2 = _start(a, shared, "--run-id", "A"), _start(a, shared, "--run-id", "R")
     _finish(p1), _finish(p2)
-    _union_check([tmp_path / "alone-R1.duckdb", tmp_path / "alone-R2.duckdb"], shared)
+    _union_check(want, shared)
 
 
 # ---- SIGKILL at random points, then --resume -----------------------------------------------------
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, pl.DataFrame], float]:
-    root = tmp_path_factory.mktemp("whole")
-    matrix = root / "small.toml"
-    matrix.write_text(SMALL_MATRIX)
-    t0 = time.monotonic()
-    _finish(_start(matrix, root / "whole.duckdb", "--run-id", "R"))
-    return matrix, _tables(root / "whole.duckdb"), time.monotonic() - t0
+def uninterrupted(alone: AloneRuns) -> tuple[Path, dict[str, pl.DataFrame], float]:
+    db = alone.db("small", "R")
+    return alone.matrices["small"], _tables(db), alone.seconds[("small", "R")]
 
 
 def _cells(db: Path) -> int:
