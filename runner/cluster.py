@@ -42,6 +42,7 @@ from runner.execute import (
     land,
     pending_cells,
     resolve_run_id,
+    run_matrix_hash,
     runs_dir_for,
 )
 from runner.matrix import Matrix, ServerConfig
@@ -149,7 +150,7 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
         store.write_run(con, RunInfo(
             run_id=run_id, backend=local.kind, source=str(matrix.path), host=f"ray:{address}",
             gpu_model=",".join(matrix.gpus), gpu_count=int(sum(cluster.get(g, 0) for g in matrix.gpus)),
-            engine_version=facts.engine_version, matrix_hash=matrix.digest,
+            engine_version=facts.engine_version, matrix_hash=run_matrix_hash(matrix, opts),
             notes="; ".join(x for x in (facts.notes, f"ray nodes: {len(ray.nodes())}") if x),
         ))
     todo, skipped = pending_cells(matrix, run_id, opts)
