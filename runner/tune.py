@@ -42,10 +42,10 @@ import numpy as np
 import polars as pl
 
 from analysis import frames
-from analysis.equivalence import DEFAULT_MARGIN_PCT, gap_pct, judge, p_near_best
+from analysis.equivalence import DEFAULT_MARGIN_PCT, gap_pct, judge, p_near_best, pick_among
 from analysis.metrics import get_metric
 from analysis.model_draws import cell_factors, model_speed
-from analysis.winners import CLEAR_AT, TIE_AT, decide, deploy_for
+from analysis.winners import CLEAR_AT, TIE_AT, decide, deploy_for, p_best
 from ingest import open_store, sql
 from ingest.records import CellKey, SpecCounters
 from runner.backends import get_backend
@@ -55,7 +55,7 @@ from runner.matrix import Matrix, ServerConfig
 from runner.plan import plan_matrix
 
 GROUP_KEYS = ("gpu", "family", "model", "workload", "concurrency")
-SCREEN_AT = 0.01  # the model's chance (with its stated error) below which a candidate is never measured
+SCREEN_AT = 0.05  # the model's chance (with its stated error) below which a candidate is never measured
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,8 +185,8 @@ def screen(groups: list[Group], opts: TuneOptions, source: Callable[[str], str] 
             continue
         width = max(np.size(r) for r in rows)
         reps = np.vstack([np.broadcast_to(r, (width,)) for r in rows])
-        near = p_near_best(reps, opts.margin_pct, higher_is_better=True)
-        keep = [c for c, p in zip(g.open, near, strict=True) if p >= opts.screen_at]
+        chance = p_best(reps, higher_is_better=True)
+        keep = [c for c, p in zip(g.open, chance, strict=True) if p >= opts.screen_at]
         g.screened = [c for c in g.open if c not in keep]
         g.open = keep
 
@@ -231,8 +231,8 @@ def read_prior(con, run_id: str, key: CellKey) -> Prior | None:
                        "FROM cells WHERE run_id = ? AND cell_id = ?", [run_id, key.cell_id])
     if row is None or row[4] != "ok":
         return None
-    reqs = con.execute("SELECT * EXCLUDE (run_id, cell_id) FROM requests WHERE run_id = ? AND cell_id = ? "
-                       "ORDER BY request_index", [run_id, key.cell_id]).pl()
+    reqs = sql.frame(con, "SELECT * EXCLUDE (run_id, cell_id) FROM requests WHERE run_id = ? AND cell_id = ? "
+                          "ORDER BY request_index", [run_id, key.cell_id])
     counters = None
     if row[1] is not None:
         pos = [r[0] for r in con.execute("SELECT acceptance FROM positions WHERE run_id = ? AND cell_id = ? "
@@ -311,17 +311,22 @@ def decide_group(con, g: Group, latest: dict[str, str], opts: TuneOptions, final
     d = decide(values, reps, m, clear_at=opts.clear_at, tie_at=opts.tie_at)
     j = judge([k.method for k in keys], [k.depth for k in keys], values, d.order, d.tied, m, opts.margin_pct,
               None, clear=d.clear)
+    near = p_near_best(reps, opts.margin_pct, m.higher_is_better) if reps.size else np.zeros(len(cands))
+    # Confidently good: best or within the margin of the best in ≥ clear-at of the replicates. The first one
+    # found ends the group; the pick is chosen among them by the winner rule's pick rule.
+    confident = [i for i in d.order if near[i] >= opts.clear_at - 1e-12]
+    if confident:
+        k, reason = pick_among([(keys[i].method, keys[i].depth) for i in confident], None)
+        verdict = "clear" if d.clear else "equivalent"
+        j = dataclasses.replace(j, pick=confident[k], pick_reason=reason, verdict=verdict)
     if not g.done:
-        near = p_near_best(reps, opts.margin_pct, m.higher_is_better) if reps.size else np.ones(len(cands))
         best = cands[d.order[0]]
         for i, c in enumerate(cands):
             if c in g.open and c != best and near[i] < opts.drop_at:
                 g.open.remove(c)
                 g.dropped.append(c)
-        if d.clear:
-            g.done, g.stop = True, "clear"
-        elif j.verdict == "equivalent":
-            g.done, g.stop = True, "equivalent"
+        if confident:
+            g.done, g.stop = True, j.verdict
         elif len(g.open) <= 1:
             g.done, g.stop = True, "one left"
     if final:
