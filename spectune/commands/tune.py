@@ -21,6 +21,7 @@ from runner.execute import RunInterrupted
 from runner.matrix import load_matrix
 from runner.progress import progress_display
 from runner.signals import stop_on_terminate
+from runner.trace_shards import read_shards, trace_summary, tune_shards
 from runner.tune import SCREEN_AT, TuneOptions, tune
 from runner.workloads import resolve_source
 from spectune.commands.runs import world_number
@@ -69,15 +70,23 @@ def _tune(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     for wl in matrix.workloads:  # what a run would refuse at its start, before anything is written
         resolve_source(wl, matrix.path.parent)
+    if args.trace is not None and args.backend != "sim":
+        raise UsageError("--trace: the shards' lengths are replayed on the sim backend for now (docs/tune.md)")
+    shards = read_shards(args.trace, matrix) if args.trace is not None else None  # bad trace: before any write
     try:
         with stop_on_terminate(), progress_display(quiet=args.json) as progress:
-            result = tune(matrix, opts, progress=progress, notify=_note)
+            if shards is not None:
+                result = tune_shards(matrix, shards, opts, progress=progress, notify=_note)
+            else:
+                result = tune(matrix, opts, progress=progress, notify=_note)
     except RunInterrupted as exc:
         why = signal.Signals(exc.signum).name if exc.signum else "interrupted"
         print(f"error: {why}: tune stopped in run {exc.run_id}, finished cells kept; continue with the same "
               f"command and --resume", file=sys.stderr)
         return 128 + (exc.signum or signal.SIGINT)
     doc = result.as_dict()
+    if shards is not None:
+        doc["trace"] = trace_summary(shards)
     if args.json:
         print(json.dumps(doc))
         return 0
@@ -88,7 +97,8 @@ def _tune(args: argparse.Namespace) -> int:
     if doc["budget_stop"]:
         print(f"  stopped: {doc['budget_stop']}")
     for g in doc["groups"]:
-        where = f"{g['family']} ({g['model']}) @ {g['gpu']}, {g['workload']}, concurrency {g['concurrency']}"
+        what = f"shard {g['shard']}" if g.get("shard") is not None else g["workload"]
+        where = f"{g['family']} ({g['model']}) @ {g['gpu']}, {what}, concurrency {g['concurrency']}"
         pick = g.get("pick")
         if not pick:
             print(f"{where}: {g['verdict']}")

@@ -165,3 +165,38 @@ def test_sigkill_then_resume_gives_no_duplicate_and_the_same_answer(tmp_path, ra
         dup = sql.one(con, "SELECT count(*) FROM (SELECT run_id, cell_id, request_index FROM requests "
                            "GROUP BY ALL HAVING count(*) > 1)")[0]
     assert dup == 0
+
+
+def _trace(tmp_path: Path) -> Path:
+    """Two tenants: short chat answers arriving often, long code generations arriving rarely."""
+    rows = ["request_id,arrival_ms,tenant,workload,prompt_tokens,completion_tokens"]
+    for i in range(60):
+        rows.append(f"a{i},{i * 100},acme,chat,{200 + i},{40 + i % 7}")
+        rows.append(f"b{i},{i * 4000},globex,code,{900 + i},{300 + i % 11}")
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_trace_shards_bring_their_lengths_and_load(tmp_path, race):
+    from runner.trace_shards import read_shards, shard_matrix, tune_shards
+
+    matrix = load_matrix(race)
+    ts = read_shards(_trace(tmp_path), matrix)
+    assert ts.shard_by == "column"
+    shards = {s.name: s for s in ts.shards}
+    assert set(shards) == {"acme", "globex"}
+    acme, globex = shards["acme"], shards["globex"]
+    assert (acme.model_workload, globex.model_workload) == ("chat", "code")
+    assert acme.outputs.max() < 50 <= 300 <= globex.outputs.min()
+    assert acme.load_from.startswith("arrival rate") and acme.loads[0] >= globex.loads[0]
+    m, cells = shard_matrix(matrix, ts)
+    assert {c.workload for c in cells} == {"shard:acme", "shard:globex"} and len(cells) == 5 * 2
+    res = tune_shards(m, ts, TuneOptions(world=1, db=tmp_path / "t.duckdb", screen_at=0.0))
+    groups = res.as_dict()["groups"]
+    assert sorted(g["shard"] for g in groups) == ["acme", "globex"]
+    assert all(g["pick"]["deploy"]["command"].startswith("vllm serve") for g in groups)
+    with store.session(tmp_path / "t.duckdb", read_only=True) as con:  # the cells replayed the shard's lengths
+        got = sql.one(con, "SELECT max(r.output_tokens) FROM requests r JOIN cells c USING (run_id, cell_id) "
+                           "WHERE c.workload = 'shard:acme'")[0]
+    assert got <= int(acme.outputs.max())

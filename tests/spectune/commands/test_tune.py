@@ -52,3 +52,12 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, race, args, word
     assert out.returncode == 2
     assert out.stderr.startswith("error:") and len(out.stderr.strip().splitlines()) == 1 and words in out.stderr
     assert not db.exists()
+
+
+def test_a_bad_trace_is_one_line_exit_2_nothing_written(tmp_path, race):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("prompt_tokens,completion_tokens\n12,-3\n")
+    db = tmp_path / "s.duckdb"
+    out = cli("spectune", "tune", "--matrix", str(race), "--trace", str(bad), "--db", str(db))
+    assert out.returncode == 2 and out.stderr.startswith("error:") and len(out.stderr.strip().splitlines()) == 1
+    assert not db.exists()
