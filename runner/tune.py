@@ -4,17 +4,23 @@ A **group** is what the winner rule decides (GPU × model × workload × load, a
 **candidates** are the matrix's server configs for that GPU and model — (method, depth, mode), mode ``fixed``
 or ``schedule`` today (whatever the matrix expands into cells, so new modes plug in as new cells).
 
-1. **Screen** (before round 1, free): where the simulator's model knows the family and workload, each candidate's
-   chance of being best or within the equivalence margin under the model's own stated error (its R parameter
-   draws, analysis.model_draws) is computed; below ``screen_at`` (default 1 %) the candidate is not measured.
-   ``screen_at = 0`` measures every candidate.
+1. **Probes first** (where the simulator's model describes the group's candidates; ``screen_at = 0`` races every
+   candidate from round 1): round 1 measures the baseline and one **probe** depth per method — per family the
+   depth most often its method's best under the model's R parameter draws (analysis.model_draws), so one server
+   start serves all the family's groups. Every other candidate waits, **screened**: after each round it is
+   predicted from its method's measured probe (the probe's replicate j × the model's candidate/probe ratio under
+   draw j — the method's level as measured, the depth profile's uncertainty as the model states it) and is
+   **admitted** (measured from the next round on) when its predicted chance of being best reaches ``screen_at``
+   (default 0.1).
 2. **Rounds**: round r gives every open candidate of every open group a batch of ``first_share · growth^(r−1)``
-   of the matrix's requests per cell (each server config needed by any open group starts once per round, shared
-   by its groups). After the round each group is decided on its measured cells (analysis.winners.decide, sampling
-   replicates only): a candidate whose chance of being best or within the margin (analysis.equivalence.
-   p_near_best) is below ``drop_at`` is dropped; the group stops when its winner is clear (p_best ≥ clear-at),
-   when its leaders are equivalent (the tied set within the margin, analysis.equivalence.judge), when one
-   candidate is left, or when its cells reached ``max_share`` × the matrix's requests.
+   of the matrix's requests per cell (at least ``min_batch``; each server config needed by any open group starts
+   once per round, shared by its groups). After the round each group is decided on its measured cells
+   (analysis.winners.decide, sampling replicates only): a candidate whose chance of being best or within the
+   margin (analysis.equivalence.p_near_best) is below ``drop_at`` (0.05) is dropped; the group stops when a
+   measured candidate is best or within the margin in ≥ clear-at (0.95) of the replicates and nobody was admitted
+   — verdict ``clear`` when the winner's own p_best reaches clear-at, else ``equivalent`` — or when one candidate
+   is left, or when its cells reached ``max_share`` × the matrix's requests (``cap``: the winner rule's verdict).
+   The pick is the winner rule's pick among the confidently good candidates (shallowest first).
 3. **Budget**: each round's GPU-hours are estimated as ``runner plan`` estimates the full grid (a server start per
    server config, cell time per request from earlier runs or the cost model); a round that would pass
    ``--budget-gpu-hours`` is not started, and the output says so.
@@ -55,7 +61,7 @@ from runner.matrix import Matrix, ServerConfig
 from runner.plan import plan_matrix
 
 GROUP_KEYS = ("gpu", "family", "model", "workload", "concurrency")
-SCREEN_AT = 0.05  # the model's chance (with its stated error) below which a candidate is never measured
+SCREEN_AT = 0.1  # predicted chance of being best a screened candidate needs to be measured (admitted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +74,13 @@ class TuneOptions:
     metric: str = "output_throughput"
     first_share: float = 0.1  # round 1's batch, as a share of the matrix's requests per cell
     min_batch: int = 20  # requests a cell gets at least per round (a bootstrap of a handful says little)
-    growth: float = 2.0  # each round's batch is this many times the previous one
+    growth: float = 4.0  # each round's batch is this many times the previous one (fewer rounds, fewer restarts)
     max_share: float = 2.0  # a cell stops growing at this many times the matrix's requests per cell
     max_rounds: int = 12
     margin_pct: float = DEFAULT_MARGIN_PCT
     clear_at: float = CLEAR_AT
     tie_at: float = TIE_AT
-    drop_at: float = 0.02  # chance of being best or within the margin below which a candidate is dropped
+    drop_at: float = 0.05  # chance of being best or within the margin below which a candidate is dropped
     screen_at: float = SCREEN_AT
     run_matrix: Callable[..., Any] | None = None  # how a round runs (default runner.execute.run_matrix; Ray: cluster)
 
@@ -104,6 +110,8 @@ class Group:
     done: bool = False
     stop: str = ""  # why the group stopped: clear | equivalent | one left | cap | budget | rounds
     result: dict[str, Any] | None = None
+    model: dict[tuple, np.ndarray] = field(default_factory=dict)  # candidate → its speed under each model draw
+    probes: dict[str, tuple] = field(default_factory=dict)  # method → the candidate that measures its level
 
     def as_labels(self) -> dict[str, Any]:
         return dict(zip(GROUP_KEYS, self.key, strict=True))
@@ -162,33 +170,57 @@ def build_groups(matrix: Matrix, cells: list[CellKey] | None = None) -> list[Gro
 
 
 def screen(groups: list[Group], opts: TuneOptions, source: Callable[[str], str] = lambda w: w) -> None:
-    """Drop candidates the model gives less than ``screen_at`` chance of being best or within the margin
-    (module docstring, step 1). Groups the model cannot describe are left whole. ``source``: the simulator's
-    workload a matrix workload is (``[workloads.x] source = "chat"``)."""
-    if opts.screen_at <= 0:
-        return
-    m = get_metric(opts.metric)
-    if m.name not in ("output_throughput",):  # the model's draws scale throughput; other metrics: measure all
-        return
+    """Round 1's candidates (module docstring, step 1): where the model describes every candidate of a group, the
+    baseline and one **probe** depth per method — per family the depth most often its method's best under the
+    model's draws, shared by the family's groups so one server start serves them all; the other candidates wait
+    (``screened``) until the probes' measurements make them contenders (:func:`admit`). Groups the model cannot
+    describe race every candidate. ``source``: the simulator's workload a matrix workload is."""
+    if opts.screen_at <= 0 or get_metric(opts.metric).name != "output_throughput":
+        return  # the model's draws scale throughput; other metrics race every candidate
+    votes: dict[tuple, dict[tuple, float]] = {}  # (family, method) → candidate → summed within-method p_best
+    modelled = []
     for g in groups:
         gpu, family, _model, workload, conc = g.key
-        rows = []
         try:
-            for c in g.open:
-                key = g.cells[c]
+            for c, key in g.cells.items():
                 if key.schedule or key.synthetic_rates or mode_of(key) != "fixed":
-                    raise ValueError("the model screens fixed depths only")
-                speed = model_speed(key.method, key.depth, family, source(workload), gpu, int(conc or 1))
-                f = cell_factors(key.method, key.depth, family, source(workload), gpu, int(conc or 1))
-                rows.append(speed * (f["output_throughput"] if f is not None else 1.0))
+                    raise ValueError("the model describes fixed depths only")
+                args = (key.method, key.depth, family, source(workload), gpu, int(conc or 1))
+                f = cell_factors(*args)
+                g.model[c] = model_speed(*args) * (f["output_throughput"] if f is not None else np.ones(1))
         except (KeyError, ValueError):
+            g.model = {}
             continue
-        width = max(np.size(r) for r in rows)
-        reps = np.vstack([np.broadcast_to(r, (width,)) for r in rows])
-        chance = p_best(reps, higher_is_better=True)
-        keep = [c for c, p in zip(g.open, chance, strict=True) if p >= opts.screen_at]
+        modelled.append(g)
+        for method in {c[0] for c in g.cells if c[0] != "none"}:
+            cands = [c for c in g.cells if c[0] == method]
+            width = max(np.size(g.model[c]) for c in cands)
+            chance = p_best(np.vstack([np.broadcast_to(g.model[c], (width,)) for c in cands]), True)
+            tally = votes.setdefault((family, method), {})
+            for c, p in zip(cands, chance, strict=True):
+                tally[c] = tally.get(c, 0.0) + float(p)
+    for g in modelled:
+        family = g.key[1]
+        g.probes = {method: max(tally, key=lambda c: (tally[c], -c[1])) for (fam, method), tally in votes.items()
+                    if fam == family and any(c in g.cells for c in tally)}
+        keep = [c for c in g.open if c[0] == "none" or c in g.probes.values()]
         g.screened = [c for c in g.open if c not in keep]
         g.open = keep
+
+
+def predictions(g: Group, measured: dict[tuple, np.ndarray]) -> dict[tuple, np.ndarray]:
+    """Replicates of every screened candidate from its method's measured probe: the probe's replicate j times the
+    model's ratio candidate/probe under draw j (the depth profile's own uncertainty: decay, draft cost), so the
+    method's level is the measured one. A screened candidate whose probe has no replicates is not predicted."""
+    out = {}
+    for c in g.screened:
+        probe = g.probes.get(c[0])
+        if probe is None or probe not in measured or c not in g.model or probe not in g.model:
+            continue
+        reps = measured[probe]
+        ratio = np.broadcast_to(g.model[c] / g.model[probe], (reps.shape[0],)) if reps.size else reps
+        out[c] = reps * ratio
+    return out
 
 
 def scaled(matrix: Matrix, share: float, min_batch: int = 1) -> Matrix:
@@ -311,9 +343,17 @@ def decide_group(con, g: Group, latest: dict[str, str], opts: TuneOptions, final
     d = decide(values, reps, m, clear_at=opts.clear_at, tie_at=opts.tie_at)
     j = judge([k.method for k in keys], [k.depth for k in keys], values, d.order, d.tied, m, opts.margin_pct,
               None, clear=d.clear)
+    # The screened candidates as their probes predict them, in the same replicate columns as the measured ones.
+    preds = predictions(g, {c: reps[i] for i, c in enumerate(cands)} if reps.size else {})
+    pred_keys = list(preds)
+    rows = np.vstack([reps, *[preds[c][None, :] for c in pred_keys]]) if reps.size else reps
+    chance = p_best(rows, m.higher_is_better) if rows.size else np.zeros(len(cands))
+    # near-best among the measured: a screened candidate below the admission chance has no real chance, and one
+    # above it is admitted (and measured) before the group may stop
     near = p_near_best(reps, opts.margin_pct, m.higher_is_better) if reps.size else np.zeros(len(cands))
-    # Confidently good: best or within the margin of the best in ≥ clear-at of the replicates. The first one
-    # found ends the group; the pick is chosen among them by the winner rule's pick rule.
+    admit = [c for i, c in enumerate(pred_keys) if chance[len(cands) + i] >= opts.screen_at - 1e-12]
+    # Confidently good: best or within the margin of the best (measured and predicted alike) in ≥ clear-at of the
+    # replicates. The pick is chosen among them by the winner rule's pick rule.
     confident = [i for i in d.order if near[i] >= opts.clear_at - 1e-12]
     if confident:
         k, reason = pick_among([(keys[i].method, keys[i].depth) for i in confident], None)
@@ -325,9 +365,12 @@ def decide_group(con, g: Group, latest: dict[str, str], opts: TuneOptions, final
             if c in g.open and c != best and near[i] < opts.drop_at:
                 g.open.remove(c)
                 g.dropped.append(c)
-        if confident:
+        for c in admit:  # a contender by its probe's measurement: measured from the next round on
+            g.screened.remove(c)
+            g.open.append(c)
+        if confident and not admit:
             g.done, g.stop = True, j.verdict
-        elif len(g.open) <= 1:
+        elif len(g.open) <= 1 and not admit:
             g.done, g.stop = True, "one left"
     if final:
         g.result = _result(g, (d, j), cands, values, keys, matrix)

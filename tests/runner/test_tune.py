@@ -88,13 +88,17 @@ def test_world_cells_carry_sampling_noise_only(tmp_path, race):
     assert {c["uncertainty"] for c in doc["cells"]} == {"bootstrap"}
 
 
-def test_tune_picks_the_worlds_best(tmp_path, race):
+@pytest.mark.parametrize("screen_at", [0.0, 0.1])  # every candidate from round 1; probes first (the default)
+def test_tune_picks_the_worlds_best(tmp_path, race, screen_at):
     matrix = load_matrix(race)
     truth_db = tmp_path / "truth.duckdb"
     run_matrix(dataclasses.replace(matrix, requests_per_cell=600), RunOptions(db=truth_db, world=2))
     with store.session(truth_db, read_only=True) as con:
         truth = {c["concurrency"]: c for c in winners(con, model_error=False)["cells"]}
-    res = tune(matrix, TuneOptions(world=2, db=tmp_path / "t.duckdb", screen_at=0.0)).as_dict()
+    res = tune(matrix, TuneOptions(world=2, db=tmp_path / "t.duckdb", screen_at=screen_at)).as_dict()
+    first = res["round_log"][0]["cells"]
+    # probes first: the baseline and one depth per method in round 1, not all five candidates
+    assert first == (10 if screen_at == 0 else 2 * 3)
     assert len(res["groups"]) == 2 and res["rounds"] >= 1
     for g in res["groups"]:
         t = truth[g["concurrency"]]
@@ -107,7 +111,7 @@ def test_tune_picks_the_worlds_best(tmp_path, race):
 
 def test_rounds_grow_cells_and_keep_every_round(tmp_path, race):
     db = tmp_path / "t.duckdb"
-    opts = TuneOptions(world=3, db=db, screen_at=0.0, first_share=0.2, min_batch=20, clear_at=0.9999,
+    opts = TuneOptions(world=3, db=db, screen_at=0.0, first_share=0.2, growth=2.0, min_batch=20, clear_at=0.9999,
                        max_rounds=3, drop_at=0.0)
     res = tune(load_matrix(race), opts)
     assert res.rounds == 3
