@@ -78,14 +78,17 @@ def run(matrix_path: Path, worlds: list[int], truth_requests: int, workdir: Path
 
     matrix = load_matrix(matrix_path)
     opts = TuneOptions()
-    full = plan_matrix(matrix).estimated_gpu_hours
-    fact = float(factorized_plan(matrix)["estimated_gpu_hours"])  # type: ignore[arg-type]
+    full = fact = 0.0
     per_world = []
     for w in worlds:
         t0 = time.perf_counter()
         log(f"world {w}: truth at {truth_requests} requests per cell")
         truths = truth(matrix, w, truth_requests, workdir / f"truth-{matrix.name}-w{w}-{truth_requests}.duckdb")
         t_truth = time.perf_counter() - t0
+        if not full:  # the plans read a store for earlier vLLM runs: the truth's (simulated only: the cost model)
+            plan_db = workdir / f"truth-{matrix.name}-w{w}-{truth_requests}.duckdb"
+            full = plan_matrix(matrix, plan_db).estimated_gpu_hours
+            fact = float(factorized_plan(matrix, plan_db)["estimated_gpu_hours"])  # type: ignore[arg-type]
         db = workdir / f"tune-w{w}.duckdb"
         db.unlink(missing_ok=True)
         log(f"world {w}: tune")
