@@ -27,6 +27,7 @@ from runner.plan import SERVER_START_S, plan_matrix
 from runner.progress import progress_display
 from runner.signals import stop_on_terminate
 from runner.workloads import resolve_source
+from spectune.parser import world_number
 
 
 def plan_arguments(plan: argparse.ArgumentParser) -> None:
@@ -55,14 +56,6 @@ def run_arguments(run: argparse.ArgumentParser) -> None:
                      help="full: every cell; factorized: deepest + one shallow depth + baseline measured, the rest "
                           "predicted by the cost model, the contenders confirmed (docs/matrix.md)")
     run.add_argument("--json", action="store_true", help="print one JSON summary, no progress display")
-
-
-def world_number(text: str) -> int:
-    """``--world N``: a whole number ≥ 0 (argparse turns the ValueError into a one-line usage error)."""
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
 
 
 def _plural(n: int | float, word: str) -> str:

@@ -24,7 +24,7 @@ from runner.signals import stop_on_terminate
 from runner.trace_shards import read_shards, trace_summary, tune_shards
 from runner.tune import SCREEN_AT, TuneOptions, tune
 from runner.workloads import resolve_source
-from spectune.commands.runs import world_number
+from spectune.parser import world_number
 
 
 def budget_hours(text: str) -> float:
