@@ -75,13 +75,14 @@ class TuneOptions:
     first_share: float = 0.1  # round 1's batch, as a share of the matrix's requests per cell
     min_batch: int = 20  # requests a cell gets at least per round (a bootstrap of a handful says little)
     growth: float = 4.0  # each round's batch is this many times the previous one (fewer rounds, fewer restarts)
-    max_share: float = 2.0  # a cell stops growing at this many times the matrix's requests per cell
+    max_share: float = 1.0  # a cell stops growing at the matrix's requests per cell (never more than the full grid)
     max_rounds: int = 12
     margin_pct: float = DEFAULT_MARGIN_PCT
     clear_at: float = CLEAR_AT
     tie_at: float = TIE_AT
     drop_at: float = 0.05  # chance of being best or within the margin below which a candidate is dropped
     screen_at: float = SCREEN_AT
+    pick: str = "shallowest"  # among the confidently good: the winner rule's pick (shallowest …) | best
     run_matrix: Callable[..., Any] | None = None  # how a round runs (default runner.execute.run_matrix; Ray: cluster)
 
 
@@ -357,6 +358,8 @@ def decide_group(con, g: Group, latest: dict[str, str], opts: TuneOptions, final
     confident = [i for i in d.order if near[i] >= opts.clear_at - 1e-12]
     if confident:
         k, reason = pick_among([(keys[i].method, keys[i].depth) for i in confident], None)
+        if opts.pick == "best":  # the best point estimate among them: the safest when the margin is tight
+            k, reason = 0, "best point estimate among the confidently equivalent"
         verdict = "clear" if d.clear else "equivalent"
         j = dataclasses.replace(j, pick=confident[k], pick_reason=reason, verdict=verdict)
     if not g.done:

@@ -111,8 +111,8 @@ def test_tune_picks_the_worlds_best(tmp_path, race, screen_at):
 
 def test_rounds_grow_cells_and_keep_every_round(tmp_path, race):
     db = tmp_path / "t.duckdb"
-    opts = TuneOptions(world=3, db=db, screen_at=0.0, first_share=0.2, growth=2.0, min_batch=20, clear_at=0.9999,
-                       max_rounds=3, drop_at=0.0)
+    opts = TuneOptions(world=3, db=db, screen_at=0.0, first_share=0.2, growth=2.0, max_share=2.0, min_batch=20,
+                       clear_at=0.9999, max_rounds=3, drop_at=0.0)
     res = tune(load_matrix(race), opts)
     assert res.rounds == 3
     rows = _cells(db)
