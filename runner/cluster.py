@@ -15,12 +15,13 @@ Workers import spectune from the ``ray_pythonpath`` setting (default: this check
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,23 @@ def _reason(exc: BaseException) -> str:
     kind = "ray task lost with its node/worker (retried once)" if isinstance(exc, lost) else "ray task failed"
     text = " ".join(str(exc).split())
     return f"{kind}: {type(exc).__name__}: {text[:300]}"
+
+
+@contextlib.contextmanager
+def session(address: str, settings: Settings | None = None) -> Iterator[None]:
+    """A Ray connection (or a throwaway local cluster for ``local``) held across several runs — ``spectune tune``'s
+    rounds — and closed at the end; a no-op when Ray is already initialised."""
+    import ray
+
+    settings = settings if settings is not None else load_settings()
+    started, temp_dir = _init(address, settings.ray_resources)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def run_matrix_ray(matrix: Matrix, opts: RunOptions, address: str = "auto", progress: Progress | None = None,

@@ -35,7 +35,9 @@ its rounds' decisions from the store (they are deterministic) and finishing the 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import re
 import secrets
 from collections.abc import Callable
@@ -54,6 +56,7 @@ from analysis.model_draws import cell_factors, model_speed
 from analysis.winners import CLEAR_AT, TIE_AT, decide, deploy_for, p_best
 from ingest import open_store, sql
 from ingest.records import CellKey, SpecCounters
+from runner import cluster
 from runner.backends import get_backend
 from runner.backends.base import Backend, CellOutcome, Progress, Sink
 from runner.execute import RunOptions, run_matrix
@@ -83,7 +86,7 @@ class TuneOptions:
     drop_at: float = 0.05  # chance of being best or within the margin below which a candidate is dropped
     screen_at: float = SCREEN_AT
     pick: str = "shallowest"  # among the confidently good: the winner rule's pick (shallowest …) | best
-    run_matrix: Callable[..., Any] | None = None  # how a round runs (default runner.execute.run_matrix; Ray: cluster)
+    ray: str | None = None  # run each round's server configs as Ray tasks on this cluster (runner.cluster)
 
 
 def mode_of(key: CellKey) -> str:
@@ -141,6 +144,8 @@ class TuneResult:
     requests: int = 0
     metric: str = "output_throughput"
     world: int | None = None
+    latest: dict[str, str] = field(default_factory=dict)  # cell id → the round run holding its newest cell
+    requests_so_far: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         full = self.gpu_hours_full_grid
@@ -293,6 +298,16 @@ def merge(prior: Prior | None, new: CellOutcome) -> CellOutcome:
                                window_s=(new.window_s or 0.0) + prior.window_s)
 
 
+def accumulating_backend(kind: str, world: int | None, priors: dict[str, Prior], batch_index: int,
+                         offsets: dict[str, int]) -> Accumulating:
+    """A round's backend, built where it runs (a Ray task calls this; its arguments travel with the task)."""
+    inner = get_backend(kind, world=world)
+    if hasattr(inner, "offsets"):  # the simulator: this batch's seed and the prompt set's next requests
+        inner.batch_index = batch_index  # type: ignore[attr-defined]
+        inner.offsets = offsets  # type: ignore[attr-defined]
+    return Accumulating(inner, priors)
+
+
 class Accumulating:
     """A backend that adds each new batch to the cell as the store holds it (:func:`merge`); every other
     attribute (``prepare``, ``fast_cells`` …) is the wrapped backend's."""
@@ -417,12 +432,10 @@ def _num(x) -> float | None:
 def tune(matrix: Matrix, opts: TuneOptions, progress: Progress | None = None,
          notify: Callable[[str], None] | None = None, backend: Backend | None = None,
          cells: list[CellKey] | None = None, source: Callable[[str], str] | None = None,
-         digest_extra: str = "", prepare_backend: Callable[[Backend], None] | None = None) -> TuneResult:
+         digest_extra: str = "") -> TuneResult:
     """Race ``matrix``'s candidates (module docstring). ``cells``: the cells to race (default every cell of the
     matrix); ``backend``: a backend object (default: ``opts.backend``, the world's simulator with ``world``)."""
     backend = backend or get_backend(opts.backend, world=opts.world)
-    if prepare_backend is not None:
-        prepare_backend(backend)
     digest = tune_hash(matrix, opts, digest_extra)
     tune_id = resolve_tune_id(matrix, opts, digest, notify)
     groups = build_groups(matrix, cells)
@@ -430,10 +443,23 @@ def tune(matrix: Matrix, opts: TuneOptions, progress: Progress | None = None,
     screen(groups, opts, workload_source)
     full = plan_matrix(matrix, opts.db, cells=cells).estimated_gpu_hours
     result = TuneResult(tune_id, 0, 0.0, full, groups, metric=opts.metric, world=opts.world)
-    latest: dict[str, str] = {}
-    requests_so_far: dict[str, int] = {}
+    with contextlib.ExitStack() as stack:
+        if opts.ray:
+            stack.enter_context(cluster.session(opts.ray))
+        _rounds(matrix, opts, backend, groups, result, tune_id, digest_extra, progress)
+    with open_store.session(opts.db, read_only=True) as con:
+        for g in groups:
+            decide_group(con, g, result.latest, opts, final=True, matrix=matrix)
+            if g.result is not None:
+                g.result["requests_per_cell_max"] = max((result.requests_so_far.get(k.cell_id, 0)
+                                                         for k in g.cells.values()), default=0)
+    return result
+
+
+def _rounds(matrix: Matrix, opts: TuneOptions, backend: Backend, groups: list[Group], result: TuneResult,
+            tune_id: str, digest_extra: str, progress: Progress | None) -> None:
+    latest, requests_so_far = result.latest, result.requests_so_far
     share, spent_share = opts.first_share, 0.0
-    run = opts.run_matrix or run_matrix
     for r in range(1, opts.max_rounds + 1):
         share_r = min(share, opts.max_share - spent_share)
         todo = [g.cells[c] for g in groups if not g.done for c in g.open]
@@ -463,16 +489,22 @@ def tune(matrix: Matrix, opts: TuneOptions, progress: Progress | None = None,
                 if not g.done:
                     g.stop = "budget"
             break
+        offsets = {k.cell_id: requests_so_far.get(k.cell_id, 0) for k in todo}
         if hasattr(backend, "offsets"):  # the simulator: this batch's seed and the prompt set's next requests
             backend.batch_index = r  # type: ignore[attr-defined]
-            backend.offsets = {k.cell_id: requests_so_far.get(k.cell_id, 0) for k in todo}  # type: ignore[attr-defined]
+            backend.offsets = offsets  # type: ignore[attr-defined]
         ropts = RunOptions(backend=opts.backend, db=opts.db, resume=True, run_id=run_id,
                            only=frozenset(k.cell_id for k in todo), world=opts.world)
         def rprogress(label: str, done: int | None, total: int | None, r: int = r) -> None:
             if progress:
                 progress(f"round {r} · {label}", done, total)
 
-        summary = run(rmatrix, ropts, progress=rprogress if progress else None, backend=Accumulating(backend, priors))
+        if opts.ray:  # the same round as Ray tasks: each builds its backend from these arguments
+            factory = functools.partial(accumulating_backend, opts.backend, opts.world, priors, r, offsets)
+            summary = cluster.run_matrix_ray(rmatrix, ropts, opts.ray, rprogress if progress else None, factory)
+        else:
+            summary = run_matrix(rmatrix, ropts, progress=rprogress if progress else None,
+                                 backend=Accumulating(backend, priors))
         result.rounds = r
         result.gpu_hours += cost
         batch_n = {k.cell_id: rmatrix.requests_for(int(k.concurrency or 1)) for k in todo}
@@ -493,13 +525,6 @@ def tune(matrix: Matrix, opts: TuneOptions, progress: Progress | None = None,
         for g in groups:
             if not g.done:
                 g.stop = "rounds"
-    with open_store.session(opts.db, read_only=True) as con:
-        for g in groups:
-            decide_group(con, g, latest, opts, final=True, matrix=matrix)
-            if g.result is not None:
-                g.result["requests_per_cell_max"] = max((requests_so_far.get(k.cell_id, 0)
-                                                         for k in g.cells.values()), default=0)
-    return result
 
 
 def truth_gap(best_value: float, value: float, higher_is_better: bool = True) -> float:

@@ -59,10 +59,10 @@ def _note(text: str) -> None:
 def _options(args: argparse.Namespace) -> TuneOptions:
     if args.world is not None and args.backend != "sim":
         raise UsageError("--world needs --backend sim")
-    if args.ray:
-        raise UsageError("--ray: tune runs its rounds locally for now (docs/tune.md)")
+    if args.ray and args.trace is not None:
+        raise UsageError("--trace runs its rounds locally for now; it cannot be combined with --ray (docs/tune.md)")
     return TuneOptions(backend=args.backend, world=args.world, db=args.db, budget_gpu_hours=args.budget_gpu_hours,
-                       resume=args.resume, screen_at=0.0 if args.no_screen else SCREEN_AT)
+                       resume=args.resume, screen_at=0.0 if args.no_screen else SCREEN_AT, ray=args.ray)
 
 
 def _tune(args: argparse.Namespace) -> int:
