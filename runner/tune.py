@@ -20,7 +20,8 @@ or ``schedule`` today (whatever the matrix expands into cells, so new modes plug
    measured candidate is best or within the margin in ≥ clear-at (0.95) of the replicates and nobody was admitted
    — verdict ``clear`` when the winner's own p_best reaches clear-at, else ``equivalent`` — or when one candidate
    is left, or when its cells reached ``max_share`` × the matrix's requests (``cap``: the winner rule's verdict).
-   The pick is the winner rule's pick among the confidently good candidates (shallowest first).
+   The pick is the winner rule's pick among the confidently good candidates (shallowest first); a group stopped
+   unsettled picks its best point estimate.
 3. **Budget**: each round's GPU-hours are estimated as ``runner plan`` estimates the full grid (a server start per
    server config, cell time per request from earlier runs or the cost model); a round that would pass
    ``--budget-gpu-hours`` is not started, and the output says so.
@@ -86,6 +87,7 @@ class TuneOptions:
     drop_at: float = 0.05  # chance of being best or within the margin below which a candidate is dropped
     screen_at: float = SCREEN_AT
     pick: str = "shallowest"  # among the confidently good: the winner rule's pick (shallowest …) | best
+    unsettled_pick: str = "best"  # a group stopped unsettled (cap, budget): the best point estimate | rule
     ray: str | None = None  # run each round's server configs as Ray tasks on this cluster (runner.cluster)
 
 
@@ -377,6 +379,8 @@ def decide_group(con, g: Group, latest: dict[str, str], opts: TuneOptions, final
             k, reason = 0, "best point estimate among the confidently equivalent"
         verdict = "clear" if d.clear else "equivalent"
         j = dataclasses.replace(j, pick=confident[k], pick_reason=reason, verdict=verdict)
+    elif opts.unsettled_pick == "best":  # not settled within the margin: the best point estimate is the least risk
+        j = dataclasses.replace(j, pick=d.order[0], pick_reason="best point estimate (not settled within the margin)")
     if not g.done:
         best = cands[d.order[0]]
         for i, c in enumerate(cands):
