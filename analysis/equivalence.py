@@ -71,6 +71,30 @@ def _needs_drafter(method: str) -> bool:
     return method in NEEDS_DRAFT_MODEL
 
 
+def p_near_best(reps: np.ndarray, margin_pct: float, higher_is_better: bool) -> np.ndarray:
+    """Each row's chance of being best or within ``margin_pct`` of the best: the share of the replicate columns
+    (columns with any finite value) in which it is at most the margin behind that column's best. A row without a
+    finite value in a column does not count there; NaN rows get 0. What ``spectune tune`` drops a candidate on:
+    below a small share it has no real chance of being best or equivalent."""
+    reps = np.atleast_2d(np.asarray(reps, dtype=float))
+    if reps.size == 0:
+        return np.zeros(reps.shape[0])
+    ok = np.isfinite(reps)
+    cols = ok.any(axis=0)
+    if not cols.any():
+        return np.zeros(reps.shape[0])
+    r = reps[:, cols]
+    okc = ok[:, cols]
+    f = margin_pct / 100.0
+    if higher_is_better:
+        best = np.where(okc, r, -np.inf).max(axis=0)
+        near = r >= best * (1.0 - f) - 1e-12 * np.abs(best)
+    else:
+        best = np.where(okc, r, np.inf).min(axis=0)
+        near = r <= best * (1.0 + f) + 1e-12 * np.abs(best)
+    return (near & okc).sum(axis=1) / cols.sum()
+
+
 def pick_among(cands: Sequence[tuple[str, int] | tuple[str, int, str]], default_method: str | None
                ) -> tuple[int, str]:
     """Index (into ``cands``: (method, depth[, mode]), best point estimate first) of the sensible pick, and the

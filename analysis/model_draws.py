@@ -23,6 +23,9 @@ match). throughput × (E'/T')/(E/T); p99 e2e and TPOT × its inverse; TTFT × 1;
 rate × (τ'−1)/(τ−1). No-spec cells get factor 1: their cost terms are shared by every candidate of a group.
 The runner's sim backend hands these factors to ingest, which multiplies the sampling bootstrap replicates
 by them (replicate j × draw j), so the winner rule sees sampling noise and model error together.
+
+A **world** (``--world N``, :func:`world_cell`) is one more draw, seeded by N: a hidden truth the simulator
+measures with sampling noise only (its cells carry no factors), to test a tuner against (docs/tune.md).
 """
 
 from __future__ import annotations
@@ -54,43 +57,106 @@ class MethodDraws:
     u_propose: np.ndarray
 
 
-def _uniform(rng: np.random.Generator, prior: params.Prior | None, fallback: float) -> np.ndarray:
+def _uniform(rng: np.random.Generator, prior: params.Prior | None, fallback: float, n: int = R) -> np.ndarray:
     if prior is None or prior.low is None or prior.high is None:
-        return np.full(R, prior.value if prior is not None else fallback)
-    return rng.uniform(prior.low, prior.high, R)
+        return np.full(n, prior.value if prior is not None else fallback)
+    return rng.uniform(prior.low, prior.high, n)
 
 
 def _rng(name: str) -> np.random.Generator:
     return np.random.default_rng(int(hashlib.sha256(f"{MODEL_SEED}:{name}".encode()).hexdigest()[:12], 16))
 
 
+def _shift(rng: np.random.Generator, n: int) -> np.ndarray:
+    shifts, _dev = validation.residual_parts()
+    return rng.choice(shifts - np.median(shifts), n, replace=True)
+
+
 @cache
 def shared_shift() -> np.ndarray:
     """s_j: the per-source level shift of draw j, the same for every method and cell."""
-    shifts, _dev = validation.residual_parts()
-    return _rng("source-shift").choice(shifts - np.median(shifts), R, replace=True)
+    return _shift(_rng("source-shift"), R)
 
 
-@cache
-def method_draws(method: str) -> MethodDraws:
-    rng = _rng(method)
+def _draws(method: str, rng: np.random.Generator, shift: np.ndarray) -> MethodDraws:
+    """``len(shift)`` draws of ``method``'s parameters (module docstring), from ``rng``."""
+    n = len(shift)
     _shifts, dev = validation.residual_parts()
     pool = dev.get(method)
     if pool is None or pool.size < MIN_RESIDUALS:
         pool = dev["*"]
     # centred: the fit already uses every source, so the draws spread around the point, they do not shift it
-    eps = shared_shift() + rng.choice(pool - np.median(pool), R, replace=True)
+    eps = shift + rng.choice(pool - np.median(pool), n, replace=True)
     fit = calibration.decay_fit(method)
-    decay = rng.uniform(fit.low, fit.high, R) if fit.high > fit.low else np.full(R, fit.value)
+    decay = rng.uniform(fit.low, fit.high, n) if fit.high > fit.low else np.full(n, fit.value)
     pri = params.priors()
     d = params.load().methods[method].draft
     return MethodDraws(
-        eps=eps, decay=decay, u_alpha=rng.random(R),
-        pass_ms=_uniform(rng, pri.get(f"methods.{method}.draft.pass_ms"), d.pass_ms),
-        token_frac=_uniform(rng, pri.get(f"methods.{method}.draft.token_frac"), d.token_frac),
-        serial_head_ms=_uniform(rng, pri.get(f"methods.{method}.draft.serial_head_ms"), d.serial_head_ms),
-        u_propose=rng.random(R),
+        eps=eps, decay=decay, u_alpha=rng.random(n),
+        pass_ms=_uniform(rng, pri.get(f"methods.{method}.draft.pass_ms"), d.pass_ms, n),
+        token_frac=_uniform(rng, pri.get(f"methods.{method}.draft.token_frac"), d.token_frac, n),
+        serial_head_ms=_uniform(rng, pri.get(f"methods.{method}.draft.serial_head_ms"), d.serial_head_ms, n),
+        u_propose=rng.random(n),
     )
+
+
+@cache
+def method_draws(method: str) -> MethodDraws:
+    return _draws(method, _rng(method), shared_shift())
+
+
+@cache
+def world_draws(world: int, method: str) -> MethodDraws:
+    """World ``world``'s one draw of ``method``'s parameters: drawn as the model draws are (same distributions,
+    its own seed), so a world is a deployment the model could be wrong about by as much as it states."""
+    return _draws(method, _rng(f"world{world}:{method}"), _shift(_rng(f"world{world}:source-shift"), 1))
+
+
+@dataclass(frozen=True, slots=True)
+class WorldCell:
+    """What the simulator draws a world's cell from: conditional acceptance per position, drafting cost and the
+    n-gram proposal rate."""
+
+    positions: np.ndarray
+    draft: costmodel.DraftCost
+    propose: float
+
+
+def world_cell(world: int, method: str, family: str, workload: str, depth: int) -> WorldCell:
+    """A cell's parameters in world ``world``: the level error e^ε scales τ (the conditional rates are scaled by
+    one factor until E(k) meets it; a prior α is drawn in its range instead), the decay and every draft-cost
+    constant are the world's draws. The same world and cell give the same parameters in any run order."""
+    p = params.load()
+    mp = p.methods[method]
+    md = world_draws(world, method)
+    src = calibration.alpha_source(method, family, workload)
+    block, cap = calibration.block_for(method), 0.98
+    decay = float(md.decay[0])
+    if src.kind == "prior":
+        pr = params.priors().get(f"methods.{method}.alpha.{workload}")
+        lo, hi = (pr.low, pr.high) if pr is not None and pr.low is not None else (src.alpha, src.alpha)
+        alpha = min(p.borrowing["alpha_cap"], (lo + (hi - lo) * float(md.u_alpha[0])) * src.family_ratio)
+        pos = acceptance.positions(alpha, decay, depth, block=block)
+    else:
+        base = acceptance.positions(src.alpha, decay, depth, cap=10.0, block=block)
+        target = float(np.clip(acceptance.expected_tokens(np.clip(base, 0.0, cap)) * np.exp(md.eps[0]),
+                               1.0, depth + 1.0))
+        lo_c, hi_c = 0.0, cap / max(float(base.min()), 1e-9)
+        for _ in range(60):  # E(k) grows with the scale: bisect for the one that meets the target
+            mid = (lo_c + hi_c) / 2
+            if acceptance.expected_tokens(np.clip(base * mid, 0.0, cap)) < target:
+                lo_c = mid
+            else:
+                hi_c = mid
+        pos = np.clip(base * lo_c, 0.0, cap)
+    prop = float(mp.propose.get(workload, 1.0)) if mp.propose else 1.0
+    if mp.propose:
+        pr = params.priors().get(f"methods.{method}.propose.{workload}")
+        if pr is not None and pr.low is not None:
+            prop = pr.low + (pr.high - pr.low) * float(md.u_propose[0])
+    draft = costmodel.DraftCost(mp.draft.kind, float(md.pass_ms[0]), float(md.token_frac[0]),
+                                float(md.serial_head_ms[0]))
+    return WorldCell(positions=pos, draft=draft, propose=prop)
 
 
 def _tokens(alpha: np.ndarray, decay: np.ndarray, k: int, block: float = 0.0) -> np.ndarray:
@@ -104,6 +170,22 @@ def _step(dep: costmodel.Deployment, cost: costmodel.DraftCost, batch: float, k:
     plain = costmodel.verify_ms(dep, batch, 1.0, context)
     t = costmodel.verify_ms(dep, batch, k + 1.0, context) + costmodel.draft_ms(dep, cost, batch, k, context)
     return propose * t + (1.0 - propose) * (plain + cost.pass_ms)
+
+
+def model_speed(method: str, depth: int, family: str, workload: str, gpu: str, concurrency: int) -> float:
+    """The point model's decode speed of a cell (tokens per verify step / step time, per sequence): the number
+    :func:`cell_factors` scales, so ``model_speed × factors`` is the cell's speed under each draw."""
+    p = params.load()
+    wl = p.workloads[workload]
+    dep = p.deployment(family, gpu)
+    context = wl.input_median + wl.output_median / 2
+    batch = float(concurrency)
+    if method == "none" or depth <= 0 or method not in p.methods:
+        return 1.0 / costmodel.verify_ms(dep, batch, 1.0, context)
+    mp = p.methods[method]
+    tau0 = acceptance.expected_tokens(calibration.conditional_positions(method, family, workload, depth))
+    prop0 = float(mp.propose.get(workload, 1.0)) if mp.propose else 1.0
+    return (prop0 * tau0 + (1.0 - prop0)) / _step(dep, mp.draft, batch, depth, context, prop0)
 
 
 def cell_factors(method: str, depth: int, family: str, workload: str, gpu: str, concurrency: int

@@ -15,12 +15,13 @@ Workers import spectune from the ``ray_pythonpath`` setting (default: this check
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from runner.execute import (
     land,
     pending_cells,
     resolve_run_id,
+    run_matrix_hash,
     runs_dir_for,
 )
 from runner.matrix import Matrix, ServerConfig
@@ -113,6 +115,23 @@ def _reason(exc: BaseException) -> str:
     return f"{kind}: {type(exc).__name__}: {text[:300]}"
 
 
+@contextlib.contextmanager
+def session(address: str, settings: Settings | None = None) -> Iterator[None]:
+    """A Ray connection (or a throwaway local cluster for ``local``) held across several runs — ``spectune tune``'s
+    rounds — and closed at the end; a no-op when Ray is already initialised."""
+    import ray
+
+    settings = settings if settings is not None else load_settings()
+    started, temp_dir = _init(address, settings.ray_resources)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
 def run_matrix_ray(matrix: Matrix, opts: RunOptions, address: str = "auto", progress: Progress | None = None,
                    factory: Callable[[], Backend] | None = None, settings: Settings | None = None) -> RunSummary:
     """Run ``matrix`` with one Ray task per pending server config; land results on the driver. ``settings``
@@ -149,7 +168,7 @@ def _drive(matrix: Matrix, opts: RunOptions, runs_dir: Path, address: str, progr
         store.write_run(con, RunInfo(
             run_id=run_id, backend=local.kind, source=str(matrix.path), host=f"ray:{address}",
             gpu_model=",".join(matrix.gpus), gpu_count=int(sum(cluster.get(g, 0) for g in matrix.gpus)),
-            engine_version=facts.engine_version, matrix_hash=matrix.digest,
+            engine_version=facts.engine_version, matrix_hash=run_matrix_hash(matrix, opts),
             notes="; ".join(x for x in (facts.notes, f"ray nodes: {len(ray.nodes())}") if x),
         ))
     todo, skipped = pending_cells(matrix, run_id, opts)

@@ -33,6 +33,7 @@ class RunOptions:
     runs_dir: Path | None = None  # server logs + pidfiles: <runs_dir>/<run_id>/ (default: <db folder>/runs)
     only: frozenset[str] | None = None  # run just these cell ids of the matrix (a factorized plan's phases)
     origin: str = "measured"  # cells.origin of what lands (confirmed: a factorized plan's check of a prediction)
+    world: int | None = None  # sim: measure world N (one fixed draw of the model's parameters; docs/tune.md)
 
 
 def runs_dir_for(opts: RunOptions) -> Path:
@@ -58,6 +59,12 @@ class RunSummary:
 Notify = Callable[[str], None]  # a message the user must see (stderr), e.g. "--resume found nothing"
 
 
+def run_matrix_hash(matrix: Matrix, opts: RunOptions) -> str:
+    """What a run records as its matrix (and ``--resume`` looks up): the matrix file's hash, and the world a
+    simulated run measured, so a run of world 1 never resumes into world 2 or the plain simulator."""
+    return matrix.digest if opts.world is None else f"{matrix.digest}:world{opts.world}"
+
+
 def resolve_run_id(matrix: Matrix, opts: RunOptions, notify: Notify | None = None) -> tuple[str, bool]:
     """(run id, resuming?) — the newest run of this matrix+backend when resuming, else a new id.
 
@@ -67,12 +74,13 @@ def resolve_run_id(matrix: Matrix, opts: RunOptions, notify: Notify | None = Non
     if opts.run_id:
         return opts.run_id, opts.resume
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    new_id = f"{matrix.name}-{opts.backend}-{stamp}-{secrets.token_hex(3)}"
+    kind = opts.backend if opts.world is None else f"{opts.backend}-w{opts.world}"
+    new_id = f"{matrix.name}-{kind}-{stamp}-{secrets.token_hex(3)}"
     if opts.resume:
         with open_store.session(opts.db) as con:
             row = sql.one(con,
                 "SELECT run_id FROM runs WHERE matrix_hash = ? AND backend = ? ORDER BY started_at DESC LIMIT 1",
-                [matrix.digest, opts.backend],
+                [run_matrix_hash(matrix, opts), opts.backend],
             )
             edited = None if row else sql.one(con,
                 "SELECT run_id FROM runs WHERE backend = ? AND (source = ? OR starts_with(run_id, ?)) "
@@ -180,7 +188,7 @@ class RunInterrupted(KeyboardInterrupt):
 
 def run_matrix(matrix: Matrix, opts: RunOptions, progress: Progress | None = None,
                backend: Backend | None = None, notify: Notify | None = None) -> RunSummary:
-    backend = backend or get_backend(opts.backend)
+    backend = backend or get_backend(opts.backend, world=opts.world)
     run_id, _resuming = resolve_run_id(matrix, opts, notify)
     summary = RunSummary(run_id=run_id)
     try:
@@ -200,7 +208,7 @@ def _run(matrix: Matrix, opts: RunOptions, backend: Backend, run_id: str, summar
         store.write_run(con, RunInfo(
             run_id=run_id, backend=backend.kind, source=str(matrix.path), host=facts.host,
             gpu_model=facts.gpu_model, gpu_count=facts.gpu_count, engine_version=facts.engine_version,
-            matrix_hash=matrix.digest, notes=facts.notes,
+            matrix_hash=run_matrix_hash(matrix, opts), notes=facts.notes,
         ))
     todo, skipped, skipped_failed = pending_cells_detail(matrix, run_id, opts)
     summary.cells_skipped, summary.skipped_failed = skipped, skipped_failed

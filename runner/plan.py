@@ -9,6 +9,7 @@ simulator cannot model the matrix), since ``requests_per_cell`` is then ignored.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +66,15 @@ def model_cell_seconds(key: CellKey, requests: float, max_tokens: int) -> float 
     return requests * per_request_s / key.concurrency
 
 
+def _modelled(key: CellKey, source: str) -> CellKey:
+    """The cell as the cost model knows it: a workload named otherwise (``[workloads.x] source = "chat"``, a
+    trace's shard) is timed as the built-in prompt set it comes from."""
+    workloads = params.load().workloads
+    if key.workload in workloads or source not in workloads:
+        return key
+    return dataclasses.replace(key, workload=source)
+
+
 def earlier_seconds_per_request(db: Path | None) -> dict[str, float]:
     """Measured seconds per request of each cell in earlier vLLM runs (window / requests sent), so a plan
     for 200 requests per cell is not read off a 20-request smoke run's window."""
@@ -114,7 +124,7 @@ def plan_matrix(matrix: Matrix, db: Path | None = None, cells: list[CellKey] | N
             if key.cell_id in earlier:
                 seconds += earlier[key.cell_id] * n
                 sources["earlier_runs"] += 1
-            elif (s := model_cell_seconds(key, n, wl.max_tokens)) is not None:
+            elif (s := model_cell_seconds(_modelled(key, wl.source), n, wl.max_tokens)) is not None:
                 seconds += s
                 sources["cost_model"] += 1
             else:

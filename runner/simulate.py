@@ -12,6 +12,12 @@ maximum depth and verifies, per request, the draft positions whose survival prob
 budget threshold (analysis.costmodel.adaptive_budget).
 Seeded per cell (from the cell id), so a cell yields the same samples in any run order; request lengths
 are seeded per workload, so every method sees the same prompt set.
+
+``world=N`` takes the cell's acceptance, drafting cost and n-gram proposal rate from world N's one draw of the
+model's parameters (analysis.model_draws.world_cell) instead of the point fit; ``batch_index`` and ``offset`` give a
+later batch of the same cell its own sampling seed and the prompt set's next requests (``spectune tune`` adds
+requests to a cell in rounds). ``lengths`` replaces the workload's prompt set with given (input, output) token
+counts (a trace's requests).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from statistics import NormalDist
 import numpy as np
 import polars as pl
 
-from analysis import calibration, costmodel, params
+from analysis import calibration, costmodel, model_draws, params
 from ingest.cellstats import seed_for
 from ingest.records import CellKey, SpecCounters, conform_requests
 
@@ -55,22 +61,36 @@ def drafted_depth(key: CellKey, batch: float, n_requests: int) -> int:
     return key.depth
 
 
-def simulate_cell(key: CellKey, n_requests: int, *, max_output_tokens: int = 2048) -> SimResult:
+def cell_seed(key: CellKey, world: int | None = None, batch_index: int = 0) -> int:
+    """The sampling seed of a cell (of one batch of it, in one world); the plain cell's is its id's."""
+    if world is None and batch_index == 0:
+        return seed_for(key.cell_id)
+    return seed_for(hashlib.sha256(f"{key.cell_id}:world{world}:batch{batch_index}".encode()).hexdigest())
+
+
+def simulate_cell(key: CellKey, n_requests: int, *, max_output_tokens: int = 2048, world: int | None = None,
+                  batch_index: int = 0, offset: int = 0, lengths: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> SimResult:
     p = params.load()
     if key.workload not in p.workloads or key.family not in p.families:
         raise ValueError(f"simulator has no parameters for workload {key.workload!r} / family {key.family!r}")
     if key.method != "none" and key.method not in p.methods:
         raise ValueError(f"simulator has no parameters for method {key.method!r}")
-    rng = np.random.default_rng(seed_for(key.cell_id))
+    rng = np.random.default_rng(cell_seed(key, world, batch_index))
     wl = p.workloads[key.workload]
     dep = p.deployment(key.family, key.gpu)
     noise = p.noise
     n = int(n_requests)
     # The prompt set is the workload's, shared by every cell (as a real benchmark replays the same prompts):
     # lengths are seeded by the workload alone, so methods are compared on identical requests.
-    prompts = np.random.default_rng(seed_for(hashlib.sha256(key.workload.encode()).hexdigest()))
-    inputs = _lengths(prompts, wl.input_median, noise["input_sigma"], n, 8192)
-    outputs = _lengths(prompts, wl.output_median, noise["length_sigma"], n, max_output_tokens)
+    if lengths is not None:
+        inputs = np.clip(np.asarray(lengths[0], dtype=np.int64), 1, 8192)
+        outputs = np.clip(np.asarray(lengths[1], dtype=np.int64), 1, max_output_tokens)
+        n = len(inputs)
+    else:
+        prompts = np.random.default_rng(seed_for(hashlib.sha256(key.workload.encode()).hexdigest()))
+        inputs = _lengths(prompts, wl.input_median, noise["input_sigma"], offset + n, 8192)[offset:]
+        outputs = _lengths(prompts, wl.output_median, noise["length_sigma"], offset + n, max_output_tokens)[offset:]
     batch = float(key.concurrency)
     k = drafted_depth(key, batch, n)
     context = float(inputs.mean() + outputs.mean() / 2)
@@ -78,17 +98,22 @@ def simulate_cell(key: CellKey, n_requests: int, *, max_output_tokens: int = 204
     threshold = 0.0  # adaptive verification: a request verifies the positions whose survival is at least this
     if k:
         mp = p.methods[key.method]
+        if world is not None:  # the world's hidden truth instead of the point fit
+            truth = model_draws.world_cell(world, key.method, key.family, key.workload, k)
+            cond, draft, propose = truth.positions, truth.draft, truth.propose
+        else:
+            cond = calibration.conditional_positions(key.method, key.family, key.workload, k)
+            draft = mp.draft
+            propose = float(mp.propose.get(key.workload, 1.0)) if mp.propose else 1.0
         t_spec = (costmodel.verify_ms(dep, batch, k + 1.0, context)
-                  + costmodel.draft_ms(dep, mp.draft, batch, k, context))
-        cond = calibration.conditional_positions(key.method, key.family, key.workload, k)
+                  + costmodel.draft_ms(dep, draft, batch, k, context))
         if key.adaptive:  # the batch's mix: requests at the quantiles of the per-request difficulty
             z = np.array([NormalDist().inv_cdf((i + 0.5) / ADAPTIVE_MIX) for i in range(ADAPTIVE_MIX)])
             mix = np.exp(noise["alpha_sigma"] * z)
             survival = np.cumprod(np.clip(cond[None, :] * mix[:, None], 0.0, 0.98), axis=1)
-            budget = costmodel.adaptive_budget(dep, mp.draft, batch, survival, context)
+            budget = costmodel.adaptive_budget(dep, draft, batch, survival, context)
             threshold, t_spec = budget.threshold, budget.step_ms
-        propose = float(mp.propose.get(key.workload, 1.0)) if mp.propose else 1.0
-        t_nodraft = t_plain + mp.draft.pass_ms  # n-gram step that found no match
+        t_nodraft = t_plain + draft.pass_ms  # n-gram step that found no match
     per_pos = np.zeros(k, dtype=np.int64)
     drafts_total = 0
     ttft = np.empty(n)

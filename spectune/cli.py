@@ -35,6 +35,8 @@ from spectune.parser import OneLineParser, add_common, selected_command
 COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("spectune.commands.runs", "cells, server configs and estimated GPU-hours of a matrix"),
     "run": ("spectune.commands.runs", "run a matrix and write results to the store"),
+    "tune": ("spectune.commands.tune", "race (method, depth) candidates in rounds: the winners for a fraction of "
+                                       "the full grid's GPU time"),
     "winners": ("spectune.commands.winners", "winner (method, depth) per GPU × family × workload × load"),
     "curve": ("spectune.commands.winners", "acceptance and throughput by depth for one method"),
     "rescore": ("spectune.commands.rescore", "re-score (method, depth) on your traffic trace; the config to deploy"),
@@ -65,7 +67,7 @@ ALIASES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                  ("winners", "curve", "rescore", "compare", "drift", "ab")),
     "ingest": ("python -m ingest", "Bring results and traces into the spectune store.",
                ("results", "export", "trace", "requests", "watch")),
-    "runner": ("python -m runner", "Plan and run speculative-decoding benchmark matrices.", ("plan", "run")),
+    "runner": ("python -m runner", "Plan and run speculative-decoding benchmark matrices.", ("plan", "run", "tune")),
 }
 
 AddArguments = Callable[[argparse.ArgumentParser], None]

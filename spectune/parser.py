@@ -57,3 +57,11 @@ def add_common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--db", type=Path, default=None, help="store (default data/spectune.duckdb; $SPECTUNE_DB)")
     if not any(a.dest == "json" for a in p._actions):
         p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def world_number(text: str) -> int:
+    """``--world N`` (run, tune): a whole number ≥ 0 (argparse turns the ValueError into a one-line usage error)."""
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value

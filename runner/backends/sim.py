@@ -1,8 +1,17 @@
-"""The simulator backend (``--backend sim``): cells from runner.simulate, labelled simulated everywhere."""
+"""The simulator backend (``--backend sim``): cells from runner.simulate, labelled simulated everywhere.
+
+``SimBackend(world=N)`` measures world N (analysis.model_draws.world_cell): one fixed draw of the model's
+parameters, measured with sampling noise only — its cells carry no model-error factors, so their replicates are a
+measured cell's (bootstrap). ``batch_index``/``offsets`` (set by ``spectune tune`` per round) draw a later batch of
+a cell's requests; ``lengths`` (workload → (input, output) token counts) replaces a workload's prompt set with a
+trace's requests.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
 
 from analysis.model_draws import cell_factors
 from ingest.records import CellKey
@@ -15,9 +24,29 @@ class SimBackend:
     kind = "sim"
     fast_cells = True  # cells take milliseconds: the runner keeps one store connection per server config
 
+    def __init__(self, world: int | None = None) -> None:
+        self.world = world
+        self.batch_index = 0
+        self.offsets: dict[str, int] = {}  # cell id → requests it had before this batch
+        self.lengths: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
     def host_facts(self, matrix: Matrix) -> HostFacts:
+        if self.world is not None:
+            return HostFacts(host=f"simulator (world {self.world})", gpu_model=",".join(matrix.gpus), gpu_count=0,
+                             engine_version="spectune-sim/1",
+                             notes=f"simulated (world {self.world}): one fixed draw of the model's parameters, "
+                                   "measured with sampling noise only; not a measurement")
         return HostFacts(host="simulator", gpu_model=",".join(matrix.gpus), gpu_count=0,
                          engine_version="spectune-sim/1", notes="simulated: calibrated model, not a measurement")
+
+    def _simulate(self, key: CellKey, n: int, tokens: int, cell: CellKey):
+        offset = self.offsets.get(cell.cell_id, 0)
+        lengths = self.lengths.get(cell.workload)
+        if lengths is not None:  # a trace's requests: this batch's slice of them, cycling
+            idx = (offset + np.arange(n)) % len(lengths[0])
+            lengths = (lengths[0][idx], lengths[1][idx])
+        return simulate_cell(key, n, max_output_tokens=tokens, world=self.world, batch_index=self.batch_index,
+                             offset=offset, lengths=lengths)
 
     def run_server_config(self, matrix: Matrix, config: ServerConfig, cells: list[CellKey], sink: Sink) -> None:
         wl_tokens = {w.name: w.max_tokens for w in matrix.workloads}
@@ -36,16 +65,18 @@ class SimBackend:
             model_key = key
             try:
                 try:
-                    res = simulate_cell(key, matrix.requests_for(key.concurrency), max_output_tokens=tokens)
+                    res = self._simulate(key, matrix.requests_for(key.concurrency), tokens, key)
                 except ValueError:
                     source = sources.get(key.workload, key.workload)
                     if source == key.workload:
                         raise
                     model_key = dataclasses.replace(key, workload=source)
-                    res = simulate_cell(model_key, matrix.requests_for(key.concurrency), max_output_tokens=tokens)
-                # model uncertainty as data: ingest multiplies the cell's bootstrap replicates by these factors
-                factors = cell_factors(key.method, drafted_depth(key, key.concurrency, res.requests.height),
-                                       key.family, model_key.workload, key.gpu, key.concurrency)
+                    res = self._simulate(model_key, matrix.requests_for(key.concurrency), tokens, key)
+                # model uncertainty as data: ingest multiplies the cell's bootstrap replicates by these factors; a
+                # world is the truth itself, measured: sampling noise only
+                factors = None if self.world is not None else cell_factors(
+                    key.method, drafted_depth(key, key.concurrency, res.requests.height), key.family,
+                    model_key.workload, key.gpu, key.concurrency)
             except (ValueError, KeyError) as exc:
                 sink(CellOutcome(key, status="failed", error=f"simulator: {exc}"))
                 continue

@@ -7,6 +7,7 @@ and every one failed (README, docs/reliability.md).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shlex
 import signal
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from analysis import derived
 from ingest.errors import InputError, UsageError
+from runner.backends.sim import SimBackend
 from runner.backends.vllm import VllmBackend, slug
 from runner.cluster import run_matrix_ray
 from runner.execute import RunInterrupted, RunOptions, run_matrix, runs_dir_for
@@ -25,6 +27,7 @@ from runner.plan import SERVER_START_S, plan_matrix
 from runner.progress import progress_display
 from runner.signals import stop_on_terminate
 from runner.workloads import resolve_source
+from spectune.parser import world_number
 
 
 def plan_arguments(plan: argparse.ArgumentParser) -> None:
@@ -38,6 +41,9 @@ def plan_arguments(plan: argparse.ArgumentParser) -> None:
 def run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--matrix", required=True, type=Path)
     run.add_argument("--backend", choices=["sim", "vllm"], default="sim")
+    run.add_argument("--world", type=world_number, default=None, metavar="N",
+                     help="sim: measure world N, one fixed draw of the model's parameters, with sampling noise "
+                          "only (docs/tune.md)")
     run.add_argument("--resume", action="store_true", help="continue the newest run of this matrix; skip done cells")
     run.add_argument("--retry-failed", action="store_true", help="with --resume, also rerun failed cells")
     run.add_argument("--run-id", default=None, help="explicit run id (default: new, or the resumed one)")
@@ -123,7 +129,7 @@ def _resume_command(args: argparse.Namespace, run_id: str) -> str:
     argv = ["python", "-m", "runner", "run", "--matrix", str(args.matrix), "--backend", args.backend,
             "--run-id", run_id, "--retry-failed" if args.retry_failed else "--resume"]
     for flag, value in (("--db", args.db), ("--runs-dir", args.runs_dir), ("--endpoint", args.endpoint),
-                        ("--ray", args.ray)):
+                        ("--ray", args.ray), ("--world", args.world)):
         if value is not None:
             argv += [flag, str(value)]
     return shlex.join(argv)
@@ -133,9 +139,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     if args.retry_failed and not args.resume:
         args.resume = True
+    if args.world is not None and args.backend != "sim":
+        raise UsageError("--world needs --backend sim")
     opts = RunOptions(backend=args.backend, db=args.db, resume=args.resume, retry_failed=args.retry_failed,
-                      run_id=args.run_id, runs_dir=args.runs_dir)
-    backend = None
+                      run_id=args.run_id, runs_dir=args.runs_dir, world=args.world)
+    backend = None if args.world is None else SimBackend(world=args.world)
     if args.endpoint:
         if args.backend != "vllm":
             raise UsageError("--endpoint needs --backend vllm")
@@ -152,7 +160,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     summary, fsum = run_factorized(matrix, opts, progress=progress, backend=backend, notify=_note)
             elif args.ray:
                 with progress_display(quiet=args.json) as progress:
-                    summary = run_matrix_ray(matrix, opts, address=args.ray, progress=progress,
+                    factory = None if args.world is None else functools.partial(SimBackend, world=args.world)
+                    summary = run_matrix_ray(matrix, opts, address=args.ray, progress=progress, factory=factory,
                                              settings=args.settings)
             else:
                 with progress_display(quiet=args.json) as progress:

@@ -3,6 +3,7 @@ with a sequential run, configs no node can host, and a task lost with its node r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -127,6 +128,28 @@ def test_a_vllm_run_checks_model_paths_on_the_nodes_not_on_the_driver(local_ray:
     err = summary.failures[0]["error"]
     assert err == (f"on {socket.gethostname()}: {path}:6: families.ok.model: no such file or directory "
                    "'/models/not-on-this-node' on this host"), err
+
+
+def test_tune_on_ray_equals_tune_in_process(local_ray: None, tmp_path: Path) -> None:
+    """spectune tune --ray: each round's server configs as Ray tasks, each building its round's backend (the batch's
+    seed, the cells as the store held them) — the same cells and picks as the rounds run in this process."""
+    from runner.tune import TuneOptions, tune
+    from tests.runner.test_tune import RACE
+
+    path = tmp_path / "race.toml"
+    path.write_text(RACE)
+    matrix = load_matrix(path)
+    opts = TuneOptions(world=2, screen_at=0.0, first_share=0.2, max_rounds=2, clear_at=0.9999, drop_at=0.0)
+    here = tune(matrix, dataclasses.replace(opts, db=tmp_path / "here.duckdb"))
+    there = tune(matrix, dataclasses.replace(opts, db=tmp_path / "ray.duckdb", ray="auto"))
+    assert there.rounds == here.rounds == 2
+    picks = [[(g["concurrency"], g["pick"]["method"], g["pick"]["depth"]) for g in r.as_dict()["groups"]]
+             for r in (here, there)]
+    assert picks[0] == picks[1]
+    q = "SELECT cell_id, n_requests, output_throughput FROM cells ORDER BY cell_id, n_requests"
+    with store.session(tmp_path / "here.duckdb", read_only=True) as a, \
+            store.session(tmp_path / "ray.duckdb", read_only=True) as b:
+        assert a.execute(q).fetchall() == b.execute(q).fetchall()
 
 
 def test_cli_ray_local_starts_and_removes_its_own_cluster(tmp_path: Path) -> None:
