@@ -92,8 +92,8 @@ class TuneOptions:
 
 
 def mode_of(key: CellKey) -> str:
-    """A candidate's mode: the cell's own when it states one, else schedule or fixed."""
-    return getattr(key, "mode", None) or ("schedule" if key.schedule else "fixed")
+    """A candidate's mode: fixed, schedule or adaptive (ingest.records.MODES)."""
+    return key.mode
 
 
 def candidate_of(key: CellKey) -> tuple:
@@ -410,12 +410,13 @@ def _result(g: Group, dj, cands: list[tuple], values, keys: list[CellKey] | None
 
     def cand(i: int) -> dict[str, Any]:
         k = keys[i]
-        return {"method": k.method, "depth": k.depth, "mode": mode_of(k), "value": _num(values[i]),
+        return {"method": k.method, "depth": k.depth, "mode": mode_of(k),
+                "schedule": [list(r) for r in k.schedule] or None, "value": _num(values[i]),
                 "p_best": _num(d.p_best[i])}
 
     pick_key = keys[p]
     row = {"method": pick_key.method, "depth": pick_key.depth, "model": pick_key.model, "gpu_count": None,
-           "draft_model": None}
+           "draft_model": None, "mode": mode_of(pick_key), "schedule": [list(r) for r in pick_key.schedule]}
     if matrix is not None:  # the TP size and drafter the candidate was measured with
         fam = matrix.family(pick_key.family)
         spec = next((ms for ms in matrix.methods if ms.name == pick_key.method), None)

@@ -204,3 +204,48 @@ def test_trace_shards_bring_their_lengths_and_load(tmp_path, race):
         got = sql.one(con, "SELECT max(r.output_tokens) FROM requests r JOIN cells c USING (run_id, cell_id) "
                            "WHERE c.workload = 'shard:acme'")[0]
     assert got <= int(acme.outputs.max())
+
+
+MODES = """
+name = "modes"
+gpus = ["MI300X"]
+[methods.none]
+[methods.dspark]
+depths = [2, 6]
+schedule = [[1, 8, 6], [9, 64, 2]]
+adaptive = { max_depth = 8 }
+[families.Qwen]
+model = "Qwen/Qwen3.5-122B-A10B"
+tensor_parallel_size = 2
+[workloads.code]
+max_tokens = 128
+[load]
+concurrency = [4, 32]
+[run]
+requests_per_cell = 60
+"""
+
+
+def test_schedule_and_adaptive_arms_race_and_a_mode_pick_deploys_with_its_mode(tmp_path):
+    """Mode candidates race from round 1 beside the fixed depths; the pick carries its mode and schedule, and its
+    deploy command says them (a schedule as num_speculative_tokens_per_batch_size, adaptive as vLLM's flag)."""
+    path = tmp_path / "modes.toml"
+    path.write_text(MODES)
+    res = tune(load_matrix(path), TuneOptions(world=5, db=tmp_path / "t.duckdb", screen_at=0.0)).as_dict()
+    assert res["round_log"][0]["cells"] == 2 * 5  # none, two depths, the schedule and the adaptive arm, two loads
+    with store.session(tmp_path / "t.duckdb", read_only=True) as con:
+        modes = {r[0] for r in con.execute("SELECT DISTINCT mode FROM cells").fetchall()}
+    assert modes == {"fixed", "schedule", "adaptive"}
+    assert any(g["pick"]["mode"] != "fixed" for g in res["groups"])  # world 5: the schedule arm wins
+    for g in res["groups"]:
+        pick = g["pick"]
+        config, command = pick["deploy"]["speculative_config"], pick["deploy"]["command"]
+        if pick["mode"] == "schedule":
+            assert pick["schedule"] == [[1, 8, 6], [9, 64, 2]] == config["num_speculative_tokens_per_batch_size"]
+            assert '"num_speculative_tokens_per_batch_size":[[1,8,6],[9,64,2]]' in command
+        elif pick["mode"] == "adaptive":
+            assert pick["schedule"] is None and config["enable_adaptive_verification"] is True
+        else:
+            assert pick["mode"] == "fixed" and "num_speculative_tokens_per_batch_size" not in command
+            assert "enable_adaptive_verification" not in command
+        assert f'"num_speculative_tokens":{config["num_speculative_tokens"]}' in command
