@@ -475,7 +475,10 @@ def _rounds(matrix: Matrix, opts: TuneOptions, backend: Backend, groups: list[Gr
                 if not g.done:
                     g.done, g.stop = True, "cap"
             break
-        rmatrix = dataclasses.replace(scaled(matrix, share_r, opts.min_batch), digest=tune_base(matrix, digest_extra))
+        # min_batch is a floor below the cap only: a matrix of fewer requests per cell is never grown past it
+        left = max(1, round(matrix.requests_per_cell * (opts.max_share - spent_share)))
+        rmatrix = dataclasses.replace(scaled(matrix, share_r, min(opts.min_batch, left)),
+                                      digest=tune_base(matrix, digest_extra))
         cost = plan_matrix(rmatrix, opts.db, cells=todo).estimated_gpu_hours
         run_id = f"{tune_id}-r{r}"
         with open_store.session(opts.db) as con:
@@ -517,7 +520,7 @@ def _rounds(matrix: Matrix, opts: TuneOptions, backend: Backend, groups: list[Gr
         for k in todo:
             latest[k.cell_id] = run_id
             requests_so_far[k.cell_id] = requests_so_far.get(k.cell_id, 0) + batch_n[k.cell_id]
-        spent_share += share_r
+        spent_share += max(share_r, rmatrix.requests_per_cell / matrix.requests_per_cell)  # the batch as run
         share *= opts.growth
         with open_store.session(opts.db, read_only=True) as con:
             for g in groups:
