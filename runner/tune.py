@@ -26,6 +26,12 @@ or ``schedule`` today (whatever the matrix expands into cells, so new modes plug
    server config, cell time per request from earlier runs or the cost model); a round that would pass
    ``--budget-gpu-hours`` is not started, and the output says so.
 
+4. **Schedules** (:func:`propose_schedules`, off with ``schedules=False``): once every load's group of a (gpu,
+   family, model, workload) has settled, a depth schedule predicted from its measured fixed cells
+   (analysis.schedule.derive) and recommended over the best static depth joins as its own server config, measured
+   in every load's group from the next round on in the fixed cells' batch sizes; ``schedules`` in the result
+   reports it predicted against measured (:func:`schedule_reports`, analysis.schedule.measured_gain).
+
 **How a cell grows in the store.** Round r is its own run ``<tune id>-r<r>``. A cell measured again in round r
 lands there holding every request it has had so far: round r−1's cell (read back from the store) plus the new
 batch (request indices and start times continued after it, counters summed, windows added) — so each round's
