@@ -318,3 +318,16 @@ def test_no_schedule_is_raced_when_none_is_recommended_or_with_no_schedule(tmp_p
         assert r.as_dict()["schedules"] == [] and all(g.result["candidates"] == 4 for g in r.groups)
         with store.session(tmp_path / f"{db}.duckdb", read_only=True) as con:
             assert sql.one(con, "SELECT count(*) FROM cells WHERE mode = 'schedule'")[0] == 0
+
+
+def test_a_predicted_schedule_is_reported_not_raced_when_the_matrix_races_another_for_the_method(tmp_path):
+    text = SCHED.replace("depths = [1, 3, 6]", "depths = [1, 3, 6]\nschedule = [[1, 4, 3], [5, 128, 6]]")
+    db = tmp_path / "t.duckdb"
+    res = tune(_sched_matrix(tmp_path, text), TuneOptions(world=1, db=db, screen_at=0.0)).as_dict()
+    (s,) = res["schedules"]
+    assert not s["raced"] and "another schedule for dspark" in s["note"] and s["verdict"] == "not measured"
+    assert s["predicted"]["gain_pct"] >= 2 and s["schedule"] != [[1, 4, 3], [5, 128, 6]]
+    assert all(x["value"] is None and x["requests"] == 0 for x in s["measured"]["loads"])
+    with store.session(db, read_only=True) as con:  # only the matrix's own schedule arm was measured
+        got = {r[0] for r in con.execute("SELECT DISTINCT schedule FROM cells WHERE mode = 'schedule'").fetchall()}
+    assert {json.dumps(json.loads(g)) for g in got} == {json.dumps([[1, 4, 3], [5, 128, 6]])}
