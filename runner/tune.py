@@ -688,7 +688,9 @@ def schedule_reports(con, result: TuneResult, opts: TuneOptions) -> list[dict[st
                           "best_fixed": {"depth": best,
                                          "value": _num(values[by_id[fixed[best].cell_id]]) if best else None},
                           "picked": bool(g.result and g.result.get("pick") and arm is not None
-                                         and g.result["pick"]["mode"] == "schedule")})
+                                         and g.result["pick"]["mode"] == "schedule"
+                                         and g.result["pick"]["method"] == arm.method
+                                         and g.result["pick"]["schedule"] == [list(x) for x in arm.schedule])})
             if a is not None and s is not None:
                 arm_v.append(values[a])
                 static_v.append(values[s])
