@@ -173,3 +173,26 @@ def schedule_table(doc: dict) -> pl.DataFrame:
         schema={"method": pl.String, "schedule": pl.String, "static_depth": pl.Int64,
                 "gain_vs_static_pct": pl.Float64, "gain_ci_low": pl.Float64, "gain_ci_high": pl.Float64,
                 "recommended": pl.Boolean, "command": pl.String})
+
+
+def measured_gain(arm: np.ndarray, static: np.ndarray, arm_reps: np.ndarray, static_reps: np.ndarray, m: Metric,
+                  *, level: float = LEVEL) -> dict:
+    """A measured schedule arm against the static depth it was predicted to beat, by the rule that recommended it
+    (:func:`derive`): gain = the mean over loads of arm / static − 1 (good direction), its interval from the
+    cells' replicates paired by index. ``arm``, ``static``: one value per load; ``*_reps``: loads × replicates.
+    Verdict ``confirmed`` (interval above 0 and gain ≥ the margin), ``worse`` (interval below 0), else ``no
+    clear gain``."""
+    if arm.size == 0 or not np.isfinite(arm).all() or not np.isfinite(static).all():
+        return {"gain_pct": None, "ci": [None, None], "verdict": "not measured"}
+    gain = float(_ratio(m, arm, static).mean() * 100 - 100)
+    ci: list[float | None] = [None, None]
+    if arm_reps.size and static_reps.size:
+        lo, hi = interval(_ratio(m, arm_reps, static_reps).mean(axis=0) * 100 - 100, level)
+        ci = [_num(lo), _num(hi)]
+    if ci[0] is not None and ci[0] > 0 and gain >= SCHEDULE_MARGIN_PCT:
+        verdict = "confirmed"
+    elif ci[1] is not None and ci[1] < 0:
+        verdict = "worse"
+    else:
+        verdict = "no clear gain"
+    return {"gain_pct": _num(gain), "ci": ci, "verdict": verdict}

@@ -26,6 +26,12 @@ or ``schedule`` today (whatever the matrix expands into cells, so new modes plug
    server config, cell time per request from earlier runs or the cost model); a round that would pass
    ``--budget-gpu-hours`` is not started, and the output says so.
 
+4. **Schedules** (:func:`propose_schedules`, off with ``schedules=False``): once every load's group of a (gpu,
+   family, model, workload) has settled, a depth schedule predicted from its measured fixed cells
+   (analysis.schedule.derive) and recommended over the best static depth joins as its own server config, measured
+   in every load's group from the next round on in the fixed cells' batch sizes; ``schedules`` in the result
+   reports it predicted against measured (:func:`schedule_reports`, analysis.schedule.measured_gain).
+
 **How a cell grows in the store.** Round r is its own run ``<tune id>-r<r>``. A cell measured again in round r
 lands there holding every request it has had so far: round r−1's cell (read back from the store) plus the new
 batch (request indices and start times continued after it, counters summed, windows added) — so each round's
@@ -51,6 +57,7 @@ import numpy as np
 import polars as pl
 
 from analysis import frames
+from analysis import schedule as schedule_rule
 from analysis.equivalence import DEFAULT_MARGIN_PCT, gap_pct, judge, p_near_best, pick_among
 from analysis.metrics import get_metric
 from analysis.model_draws import cell_factors, model_speed
@@ -61,7 +68,7 @@ from runner import cluster
 from runner.backends import get_backend
 from runner.backends.base import Backend, CellOutcome, Progress, Sink
 from runner.execute import RunOptions, run_matrix
-from runner.matrix import Matrix, ServerConfig
+from runner.matrix import Matrix, ServerConfig, with_schedule
 from runner.plan import plan_matrix
 
 GROUP_KEYS = ("gpu", "family", "model", "workload", "concurrency")
@@ -89,6 +96,7 @@ class TuneOptions:
     pick: str = "shallowest"  # among the confidently good: the winner rule's pick (shallowest …) | best
     unsettled_pick: str = "best"  # a group stopped unsettled (cap, budget): the best point estimate | rule
     ray: str | None = None  # run each round's server configs as Ray tasks on this cluster (runner.cluster)
+    schedules: bool = True  # race a depth schedule predicted to beat the best fixed depth (propose_schedules)
 
 
 def mode_of(key: CellKey) -> str:
@@ -124,6 +132,18 @@ class Group:
 
 
 @dataclass(slots=True)
+class Proposal:
+    """A depth schedule predicted from a (gpu, family, model, workload)'s measured fixed cells (analysis.schedule.
+    derive) that is recommended over the method's best static depth, and what tune did with it."""
+
+    where: tuple  # (gpu, family, model, workload)
+    doc: dict[str, Any]  # the analysis.schedule.derive document (prediction, static depth, per-load best depths)
+    round: int  # the round after which it was predicted (0: after the race)
+    arms: dict[tuple, CellKey] = field(default_factory=dict)  # group key → the schedule cell raced in that group
+    note: str = ""  # why it was not raced, when it was not
+
+
+@dataclass(slots=True)
 class Prior:
     """A cell as the store holds it after an earlier round: what the next batch is added to."""
 
@@ -148,6 +168,8 @@ class TuneResult:
     world: int | None = None
     latest: dict[str, str] = field(default_factory=dict)  # cell id → the round run holding its newest cell
     requests_so_far: dict[str, int] = field(default_factory=dict)
+    proposals: list[Proposal] = field(default_factory=list)
+    schedules: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         full = self.gpu_hours_full_grid
@@ -159,6 +181,7 @@ class TuneResult:
             "rounds": self.rounds, "requests": self.requests, "round_log": self.round_log,
             "budget_stop": self.budget_stop,
             "groups": [g.result for g in self.groups if g.result is not None],
+            "schedules": self.schedules,
         }
 
 
@@ -458,6 +481,9 @@ def tune(matrix: Matrix, opts: TuneOptions, progress: Progress | None = None,
             if g.result is not None:
                 g.result["requests_per_cell_max"] = max((result.requests_so_far.get(k.cell_id, 0)
                                                          for k in g.cells.values()), default=0)
+        if opts.schedules:  # what the race could not measure any more is still predicted (and said so)
+            propose_schedules(con, matrix, groups, result, opts, result.rounds, end=True, add=False)
+            result.schedules = schedule_reports(con, result, opts)
     return result
 
 
@@ -465,18 +491,32 @@ def _rounds(matrix: Matrix, opts: TuneOptions, backend: Backend, groups: list[Gr
             tune_id: str, digest_extra: str, progress: Progress | None) -> None:
     latest, requests_so_far = result.latest, result.requests_so_far
     share, spent_share = opts.first_share, 0.0
+    arm_spent: dict[str, float] = {}  # a schedule arm added mid-race: its own share so far (its own cap)
+    arm_rounds: dict[str, int] = {}  # … and the rounds it had
     for r in range(1, opts.max_rounds + 1):
-        share_r = min(share, opts.max_share - spent_share)
         todo = [g.cells[c] for g in groups if not g.done for c in g.open]
+        if not todo:  # the race is over: a schedule predicted now is raced in the next rounds
+            matrix = _schedule_step(matrix, opts, groups, result, arm_spent, r - 1, end=True)
+            todo = [g.cells[c] for g in groups if not g.done for c in g.open]
+            if not todo:
+                break
+        capped = {k.cell_id for k in todo if opts.max_share - arm_spent.get(k.cell_id, spent_share) <= 1e-9}
+        for g in groups:
+            if not g.done and all(g.cells[c].cell_id in capped for c in g.open):
+                g.done, g.stop = True, "cap"
+        todo = [k for k in todo if k.cell_id not in capped]
         if not todo:
             break
-        if share_r <= 1e-9:
-            for g in groups:
-                if not g.done:
-                    g.done, g.stop = True, "cap"
-            break
+        # a round of schedule arms only (the race around them settled) grows their batches as round 1, 2 … grew
+        # the fixed cells' (first_share · growth^(rounds it had)): the arm and the cells it is compared with are
+        # measured in the same batch sizes (a batch below the load under-fills the server: docs/tune.md)
+        arms_only = all(k.cell_id in arm_spent for k in todo)
+        base = (opts.first_share * opts.growth ** min(arm_rounds.get(k.cell_id, 0) for k in todo) if arms_only
+                else share)
+        spent_here = max(arm_spent.get(k.cell_id, spent_share) for k in todo)
+        share_r = min(base, opts.max_share - spent_here)
         # min_batch is a floor below the cap only: a matrix of fewer requests per cell is never grown past it
-        left = max(1, round(matrix.requests_per_cell * (opts.max_share - spent_share)))
+        left = max(1, round(matrix.requests_per_cell * (opts.max_share - spent_here)))
         rmatrix = dataclasses.replace(scaled(matrix, share_r, min(opts.min_batch, left)),
                                       digest=tune_base(matrix, digest_extra))
         cost = plan_matrix(rmatrix, opts.db, cells=todo).estimated_gpu_hours
@@ -520,12 +560,19 @@ def _rounds(matrix: Matrix, opts: TuneOptions, backend: Backend, groups: list[Gr
         for k in todo:
             latest[k.cell_id] = run_id
             requests_so_far[k.cell_id] = requests_so_far.get(k.cell_id, 0) + batch_n[k.cell_id]
-        spent_share += max(share_r, rmatrix.requests_per_cell / matrix.requests_per_cell)  # the batch as run
-        share *= opts.growth
+        ran = max(share_r, rmatrix.requests_per_cell / matrix.requests_per_cell)  # the batch as run
+        for k in todo:
+            if k.cell_id in arm_spent:
+                arm_spent[k.cell_id] += ran
+                arm_rounds[k.cell_id] = arm_rounds.get(k.cell_id, 0) + 1
+        if not arms_only:  # the race's own cells had this round
+            spent_share += ran
+            share *= opts.growth
         with open_store.session(opts.db, read_only=True) as con:
             for g in groups:
                 if not g.done:
                     decide_group(con, g, latest, opts, final=False)
+        matrix = _schedule_step(matrix, opts, groups, result, arm_spent, r)
         result.round_log.append({"round": r, "run_id": run_id, "cells": len(todo), "share": round(share_r, 4),
                                  "gpu_hours": round(cost, 4), "cells_failed": summary.cells_failed,
                                  "groups_open": sum(not g.done for g in groups)})
@@ -533,6 +580,160 @@ def _rounds(matrix: Matrix, opts: TuneOptions, backend: Backend, groups: list[Gr
         for g in groups:
             if not g.done:
                 g.stop = "rounds"
+
+
+def _where(g: Group) -> tuple:
+    return g.key[:4]  # (gpu, family, model, workload): the loads of one server config's traffic
+
+
+def propose_schedules(con, matrix: Matrix, groups: list[Group], result: TuneResult, opts: TuneOptions, r: int,
+                      end: bool = False, add: bool = True) -> Matrix:
+    """Step 4 of the race (docs/tune.md): once every load's group of a (gpu, family, model, workload) has settled
+    (≥ 2 loads; ``end``: the race is over, settled or not), predict each method's depth schedule from the measured
+    fixed cells (analysis.schedule.derive, the ``winners --schedule`` rule). A recommended schedule that the
+    matrix does not race yet becomes a candidate — its own server config (runner.matrix.with_schedule), one cell
+    per load — and the load groups reopen with it open: it is measured from the next round on and races like any
+    candidate. Returns the matrix the next rounds run (with the new arms). Each place is predicted once."""
+    if not opts.schedules or not result.latest:
+        return matrix
+    done_where = {p.where for p in result.proposals}
+    places: dict[tuple, list[Group]] = {}
+    for g in groups:
+        places.setdefault(_where(g), []).append(g)
+    m = get_metric(opts.metric)
+    runs = tuple(sorted(set(result.latest.values())))
+    for where, gs in places.items():
+        if where in done_where or len(gs) < 2 or not (end or all(g.done for g in gs)):
+            continue
+        gpu, family, model, workload = where
+        cells = frames.cells(con, frames.Filters(gpus=(gpu,), families=(family,), models=(model,),
+                                                 workloads=(workload,), runs=runs, modes=("fixed",)))
+        cells = cells.filter(pl.col("cell_id").is_in([k.cell_id for g in gs for k in g.cells.values()]))
+        if cells.height == 0:
+            continue
+        values = cells[m.value_column].fill_null(np.nan).to_numpy().astype(float)
+        reps = frames.replicates(con, cells, m.value_column)
+        docs = [d for d in schedule_rule.derive(cells, values, reps, m) if d["recommended"]]
+        for doc in docs:
+            prop = Proposal(where, doc, 0 if end and not add else r)
+            result.proposals.append(prop)
+            matrix = _add_arm(matrix, gs, prop, result) if add else matrix
+            if not add:
+                prop.note = "predicted after the race ended; not measured"
+        if not docs:  # nothing recommended here: predict it no more
+            result.proposals.append(Proposal(where, {}, r, note="no schedule recommended"))
+    return matrix
+
+
+def _add_arm(matrix: Matrix, gs: list[Group], prop: Proposal, result: TuneResult) -> Matrix:
+    method = prop.doc["method"]
+    sched = tuple(tuple(int(x) for x in row) for row in prop.doc["schedule"])
+    spec = next((x for x in matrix.methods if x.name == method), None)
+    if spec is None:
+        prop.note = f"{method} is not a method of the matrix"
+        return matrix
+    if spec.schedule and spec.schedule != sched:
+        prop.note = (f"not raced: the matrix already races another schedule for {method} "
+                     f"(one schedule per method)")
+        return matrix
+    arms = {}
+    for g in gs:
+        fixed = next((k for c, k in g.cells.items() if c[0] == method and mode_of(k) == "fixed"), None)
+        if fixed is not None:
+            arms[g.key] = dataclasses.replace(fixed, depth=max(k for _a, _b, k in sched), schedule=sched,
+                                              synthetic_rates=(), adaptive=False)
+    new = with_schedule(matrix, method, sched)
+    expanded = {k.cell_id for k in new.cells()}
+    if not arms or any(k.cell_id not in expanded for k in arms.values()):
+        prop.note = "not raced: the matrix does not expand this schedule's cells (e.g. trace shards)"
+        return matrix
+    prop.arms = arms
+    for g in gs:
+        arm = arms.get(g.key)
+        if arm is None:
+            continue
+        c = candidate_of(arm)
+        if c in g.cells:  # the matrix races this schedule already: its cells are measured as any candidate
+            continue
+        g.cells[c] = arm
+        g.open = [c]  # the settled candidates' cells stand; the arm is measured against them
+        g.done, g.stop, g.result = False, "", None
+    return new
+
+
+def schedule_reports(con, result: TuneResult, opts: TuneOptions) -> list[dict[str, Any]]:
+    """The JSON ``schedules`` entries: per recommended schedule its prediction and, per load, the measured arm
+    against the predicted static depth and the best measured fixed depth of the method (analysis.schedule.
+    measured_gain: the recommending rule applied to the measured arm)."""
+    m = get_metric(opts.metric)
+    out = []
+    for p in result.proposals:
+        if not p.doc:
+            continue
+        gpu, family, model, workload = p.where
+        doc, static_depth = p.doc, p.doc["static"]["depth"]
+        groups = [g for g in result.groups if _where(g) == p.where]
+        loads, arm_v, static_v, arm_r, static_r = [], [], [], [], []
+        for g in sorted(groups, key=lambda g: g.key[4] or 0):
+            fixed = {k.depth: k for k in g.cells.values() if k.method == doc["method"] and mode_of(k) == "fixed"
+                     and k.cell_id in result.latest}
+            arm = p.arms.get(g.key)
+            keys = [k for k in (arm, *fixed.values()) if k is not None and k.cell_id in result.latest]
+            values, reps = (_read_decision_inputs(con, m, result.latest, keys) if keys
+                            else (np.zeros(0), np.zeros((0, 0))))
+            by_id = {k.cell_id: i for i, k in enumerate(keys)}
+            depths = sorted(fixed, key=lambda d: -values[by_id[fixed[d].cell_id]] if m.higher_is_better
+                            else values[by_id[fixed[d].cell_id]])
+            best = depths[0] if depths else None
+            a = by_id.get(arm.cell_id) if arm is not None else None
+            s = by_id.get(fixed[static_depth].cell_id) if static_depth in fixed else None
+            loads.append({"concurrency": g.key[4], "value": _num(values[a]) if a is not None else None,
+                          "requests": result.requests_so_far.get(arm.cell_id, 0) if arm is not None else 0,
+                          "static": {"depth": static_depth, "value": _num(values[s]) if s is not None else None},
+                          "best_fixed": {"depth": best,
+                                         "value": _num(values[by_id[fixed[best].cell_id]]) if best else None},
+                          "picked": bool(g.result and g.result.get("pick") and arm is not None
+                                         and g.result["pick"]["mode"] == "schedule"
+                                         and g.result["pick"]["method"] == arm.method
+                                         and g.result["pick"]["schedule"] == [list(x) for x in arm.schedule])})
+            if a is not None and s is not None:
+                arm_v.append(values[a])
+                static_v.append(values[s])
+                if reps.size:
+                    arm_r.append(reps[a])
+                    static_r.append(reps[s])
+        complete = len(arm_v) == len(groups) and len(groups) > 0
+        gain = schedule_rule.measured_gain(
+            np.array(arm_v if complete else []), np.array(static_v), np.array(arm_r), np.array(static_r), m)
+        out.append({"gpu": gpu, "family": family, "model": model, "workload": workload, "method": doc["method"],
+                    "schedule": doc["schedule"], "predicted_after_round": p.round, "raced": bool(p.arms),
+                    "note": p.note or None,
+                    "predicted": {"gain_pct": doc["gain_vs_static_pct"], "ci": doc["gain_ci_pct"],
+                                  "static_depth": static_depth, "from": "measured fixed cells (analysis.schedule)"},
+                    "measured": {"gain_pct": gain["gain_pct"], "ci": gain["ci"], "loads": loads},
+                    "verdict": gain["verdict"]})
+    return out
+
+
+def _schedule_step(matrix: Matrix, opts: TuneOptions, groups: list[Group], result: TuneResult,
+                   arm_spent: dict[str, float], r: int, end: bool = False) -> Matrix:
+    """The round loop's hook for :func:`propose_schedules`: a new arm starts its own share count (its cap)."""
+    if not opts.schedules:
+        return matrix
+    done = result.requests_so_far
+    for p in result.proposals:  # an arm still in the race grows until it has had its settled rivals' requests
+        for gkey, arm in p.arms.items():
+            g = next(x for x in groups if x.key == gkey)
+            rivals = max((done.get(k.cell_id, 0) for k in g.cells.values() if k != arm), default=0)
+            if g.done and candidate_of(arm) in g.open and done.get(arm.cell_id, 0) < rivals and g.stop != "cap":
+                g.done, g.stop = False, ""
+    with open_store.session(opts.db, read_only=True) as con:
+        matrix = propose_schedules(con, matrix, groups, result, opts, r, end=end)
+    for p in result.proposals:
+        for k in p.arms.values():
+            if k.cell_id not in result.latest:
+                arm_spent.setdefault(k.cell_id, 0.0)
+    return matrix
 
 
 def truth_gap(best_value: float, value: float, higher_is_better: bool = True) -> float:

@@ -3,7 +3,9 @@ chance of being best and the command to deploy it.
 
 JSON (``--json``): tune_id, gpu_hours, gpu_hours_full_grid, share_of_full_grid, rounds, requests, round_log,
 budget_stop, groups: [{gpu, family, model, workload, concurrency, winner: {method, depth, mode, value, p_best},
-p_best, verdict, pick: {…, reason, deploy}, candidates, candidates_left, screened, dropped, stopped}] (docs/tune.md).
+p_best, verdict, pick: {…, reason, deploy}, candidates, candidates_left, screened, dropped, stopped}], schedules:
+[{gpu, family, model, workload, method, schedule, raced, note, predicted: {gain_pct, ci, static_depth}, measured:
+{gain_pct, ci, loads: [{concurrency, value, requests, static, best_fixed, picked}]}, verdict}] (docs/tune.md).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray", default=None, metavar="ADDRESS|auto", help="fan server configs out over a Ray cluster")
     p.add_argument("--no-screen", action="store_true",
                    help="measure every candidate (skip the model's screen of candidates without a chance)")
+    p.add_argument("--no-schedule", action="store_true",
+                   help="do not race a depth schedule predicted to beat the best fixed depth (docs/tune.md)")
     p.add_argument("--db", type=Path, default=None, help="store path (default data/spectune.duckdb or SPECTUNE_DB)")
     p.add_argument("--json", action="store_true", help="print one JSON document, no progress display")
 
@@ -62,7 +66,8 @@ def _options(args: argparse.Namespace) -> TuneOptions:
     if args.ray and args.trace is not None:
         raise UsageError("--trace runs its rounds locally for now; it cannot be combined with --ray (docs/tune.md)")
     return TuneOptions(backend=args.backend, world=args.world, db=args.db, budget_gpu_hours=args.budget_gpu_hours,
-                       resume=args.resume, screen_at=0.0 if args.no_screen else SCREEN_AT, ray=args.ray)
+                       resume=args.resume, screen_at=0.0 if args.no_screen else SCREEN_AT, ray=args.ray,
+                       schedules=not args.no_schedule)
 
 
 def _tune(args: argparse.Namespace) -> int:
@@ -110,7 +115,32 @@ def _tune(args: argparse.Namespace) -> int:
               f"{g['candidates_left']} of {g['candidates']} candidates left ({g['stopped']})")
         if pick.get("deploy"):
             print(f"  deploy: {pick['deploy']['command']}")
+    for s in doc.get("schedules", []):
+        _print_schedule(s)
     return 0
+
+
+def _pct(x: float | None) -> str:
+    return "?" if x is None else f"{x:+.1f} %"
+
+
+def _print_schedule(s: dict) -> None:
+    """One predicted schedule: predicted gain over the static depth, then per load measured against it."""
+    ranges = ", ".join(f"{a}–{b}: {k}" for a, b, k in s["schedule"])
+    pred, meas = s["predicted"], s["measured"]
+    ci = pred["ci"]
+    print(f"schedule {s['method']} [{ranges}] for {s['family']} @ {s['gpu']}, {s['workload']}: predicted "
+          f"{_pct(pred['gain_pct'])} over {s['method']}·{pred['static_depth']} (95 % CI {_pct(ci[0])} … "
+          f"{_pct(ci[1])}), measured {_pct(meas['gain_pct'])} — {s['verdict']}" + (f" ({s['note']})" if s["note"]
+                                                                                   else ""))
+    for load in meas["loads"]:
+        if load["value"] is None:
+            continue
+        best = load["best_fixed"]
+        print(f"  concurrency {load['concurrency']}: schedule {load['value']:.1f} vs {s['method']}·"
+              f"{load['static']['depth']} {load['static']['value'] or float('nan'):.1f}, best fixed "
+              f"{s['method']}·{best['depth']} {best['value'] or float('nan'):.1f}"
+              + (" — picked" if load["picked"] else ""))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -249,3 +249,85 @@ def test_schedule_and_adaptive_arms_race_and_a_mode_pick_deploys_with_its_mode(t
             assert pick["mode"] == "fixed" and "num_speculative_tokens_per_batch_size" not in command
             assert "enable_adaptive_verification" not in command
         assert f'"num_speculative_tokens":{config["num_speculative_tokens"]}' in command
+
+
+# One method, three depths, loads 1 and 128: in world 1 depth 6 is best alone and depth 1 under load, so the fixed
+# cells predict a schedule (analysis.schedule) that beats the best static depth.
+SCHED = """
+name = "sched"
+gpus = ["MI300X"]
+[methods.none]
+[methods.dspark]
+depths = [1, 3, 6]
+[families.Qwen]
+model = "Qwen/Qwen3.5-122B-A10B"
+tensor_parallel_size = 2
+[workloads.code]
+max_tokens = 128
+[load]
+concurrency = [1, 128]
+[run]
+requests_per_cell = 256
+"""
+
+
+def _sched_matrix(tmp_path, text=SCHED):
+    path = tmp_path / "sched.toml"
+    path.write_text(text)
+    return load_matrix(path)
+
+
+def test_a_predicted_schedule_is_raced_as_its_own_server_config_and_reported(tmp_path):
+    db = tmp_path / "t.duckdb"
+    res = tune(_sched_matrix(tmp_path), TuneOptions(world=1, db=db, screen_at=0.0)).as_dict()
+    (s,) = res["schedules"]
+    assert s["method"] == "dspark" and s["raced"] and s["note"] is None
+    assert len({k for _a, _b, k in s["schedule"]}) > 1 and s["schedule"][0][0] == 1
+    pred = s["predicted"]
+    assert pred["gain_pct"] >= 2 and pred["ci"][0] > 0 and pred["static_depth"] in (1, 3, 6)
+    with store.session(db, read_only=True) as con:
+        arms = con.execute("SELECT concurrency, schedule, max(n_requests), arg_max(steady_output_throughput, "
+                           "n_requests) FROM cells WHERE mode = 'schedule' GROUP BY ALL ORDER BY 1").fetchall()
+        first_arm_run = sql.one(con, "SELECT min(run_id) FROM cells WHERE mode = 'schedule'")[0]
+    # the arm ran as its own server config in a round after the fixed depths, once per load
+    assert [a[0] for a in arms] == [1, 128] and all(json.loads(a[1]) == s["schedule"] for a in arms)
+    assert int(first_arm_run.rsplit("-r", 1)[1]) > s["predicted_after_round"] >= 1
+    loads = s["measured"]["loads"]
+    assert [x["concurrency"] for x in loads] == [1, 128]
+    for x, a in zip(loads, arms, strict=True):  # measured: the arm's newest cell, beside the fixed depths'
+        assert x["requests"] == a[2] > 0 and x["value"] == pytest.approx(a[3], rel=1e-6)
+        assert x["static"]["depth"] == pred["static_depth"] and x["static"]["value"] > 0
+        assert x["best_fixed"]["depth"] in (1, 3, 6) and x["best_fixed"]["value"] > 0
+    assert s["measured"]["gain_pct"] is not None
+    assert s["verdict"] in ("confirmed", "no clear gain", "worse")
+    for g in res["groups"]:  # the arm raced as a candidate of every load's group
+        assert g["candidates"] == 5
+        assert any(x["picked"] for x in loads if x["concurrency"] == g["concurrency"]) == (
+            g["pick"]["mode"] == "schedule")
+
+
+def test_no_schedule_is_raced_when_none_is_recommended_or_with_no_schedule(tmp_path):
+    # world 1 at loads 1 and 64 (640 requests): the best depth differs by load (6 alone, 3 under load), but the
+    # schedule's gain over the best static depth is below the margin: not recommended, nothing added
+    text = SCHED.replace("[1, 128]", "[1, 64]").replace("256", "640")
+    res = tune(_sched_matrix(tmp_path, text), TuneOptions(world=1, db=tmp_path / "a.duckdb", screen_at=0.0))
+    assert len({g.result["pick"]["depth"] for g in res.groups}) == 2
+    off = tune(_sched_matrix(tmp_path), TuneOptions(world=1, db=tmp_path / "b.duckdb", screen_at=0.0,
+                                                    schedules=False))
+    for r, db in ((res, "a"), (off, "b")):
+        assert r.as_dict()["schedules"] == [] and all(g.result["candidates"] == 4 for g in r.groups)
+        with store.session(tmp_path / f"{db}.duckdb", read_only=True) as con:
+            assert sql.one(con, "SELECT count(*) FROM cells WHERE mode = 'schedule'")[0] == 0
+
+
+def test_a_predicted_schedule_is_reported_not_raced_when_the_matrix_races_another_for_the_method(tmp_path):
+    text = SCHED.replace("depths = [1, 3, 6]", "depths = [1, 3, 6]\nschedule = [[1, 4, 3], [5, 128, 6]]")
+    db = tmp_path / "t.duckdb"
+    res = tune(_sched_matrix(tmp_path, text), TuneOptions(world=1, db=db, screen_at=0.0)).as_dict()
+    (s,) = res["schedules"]
+    assert not s["raced"] and "another schedule for dspark" in s["note"] and s["verdict"] == "not measured"
+    assert s["predicted"]["gain_pct"] >= 2 and s["schedule"] != [[1, 4, 3], [5, 128, 6]]
+    assert all(x["value"] is None and x["requests"] == 0 for x in s["measured"]["loads"])
+    with store.session(db, read_only=True) as con:  # only the matrix's own schedule arm was measured
+        got = {r[0] for r in con.execute("SELECT DISTINCT schedule FROM cells WHERE mode = 'schedule'").fetchall()}
+    assert {json.dumps(json.loads(g)) for g in got} == {json.dumps([[1, 4, 3], [5, 128, 6]])}

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.conftest import cli
-from tests.runner.test_tune import RACE
+from tests.runner.test_tune import RACE, SCHED
 
 
 @pytest.fixture
@@ -35,6 +35,24 @@ def test_human_output_names_the_pick_and_its_deploy_command(tmp_path, race):
     assert out.returncode == 0, out.stderr
     assert "pick " in out.stdout and "p_best" in out.stdout and "world 1 (simulated)" in out.stdout
     assert "deploy: vllm serve Qwen/Qwen3.5-122B-A10B --tensor-parallel-size 2" in out.stdout
+
+
+@pytest.mark.parametrize("off", [False, True])
+def test_a_raced_schedule_is_printed_predicted_against_measured(tmp_path, off):
+    path = tmp_path / "sched.toml"
+    path.write_text(SCHED)
+    args = ["--matrix", str(path), "--world", "1", "--no-screen", "--db", str(tmp_path / "s.duckdb")]
+    out = cli("spectune", "tune", *args, *(["--no-schedule"] if off else []))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(cli("spectune", "tune", *args, "--resume", "--json", *(["--no-schedule"] if off else [])).stdout)
+    if off:
+        assert doc["schedules"] == [] and "schedule dspark" not in out.stdout
+        return
+    (s,) = doc["schedules"]
+    assert f"schedule dspark [{', '.join(f'{a}–{b}: {k}' for a, b, k in s['schedule'])}]" in out.stdout
+    assert f"predicted +{s['predicted']['gain_pct']:.1f} % over dspark·{s['predicted']['static_depth']}" in out.stdout
+    assert f"measured {s['measured']['gain_pct']:+.1f} % — {s['verdict']}" in out.stdout
+    assert "  concurrency 1: schedule " in out.stdout and "  concurrency 128: schedule " in out.stdout
 
 
 @pytest.mark.parametrize("args, words", [
