@@ -62,7 +62,7 @@ from analysis.equivalence import DEFAULT_MARGIN_PCT, gap_pct, judge, p_near_best
 from analysis.metrics import get_metric
 from analysis.model_draws import cell_factors, model_speed
 from analysis.winners import CLEAR_AT, TIE_AT, decide, deploy_for, p_best
-from ingest import open_store, sql
+from ingest import ddl, open_store, sql
 from ingest.records import CellKey, SpecCounters
 from runner import cluster
 from runner.backends import get_backend
@@ -359,6 +359,8 @@ def _read_decision_inputs(con, m, latest: dict[str, str], keys: list[CellKey]) -
     """Point values and sampling replicates of ``keys`` at their latest round."""
     frame = pl.DataFrame({"run_id": [latest[k.cell_id] for k in keys], "cell_id": [k.cell_id for k in keys]})
     col = m.value_column
+    if col not in ddl.COLUMNS["cells"]:  # a column name is interpolated below: only the store's own cell columns
+        raise ValueError(f"metric column {col!r} is not a cells column")
     vals = dict(con.execute(f"SELECT cell_id, {col} FROM cells WHERE status = 'ok' AND list_contains(?, run_id || "
                             f"'/' || cell_id)", [[f"{r}/{c}" for r, c in frame.iter_rows()]]).fetchall())
     values = np.array([np.nan if vals.get(k.cell_id) is None else float(vals[k.cell_id]) for k in keys])

@@ -38,6 +38,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("ingest/store.py", "table"): "loops over fixed tuples of store table names / schema.metadata tables",
     ("ingest/store.py", "names"): "column names from ingest/ddl.py COLUMNS (compiled from the schema), quoted",
     ("ingest/store.py", "statement"): "DDL compiled from the SQLAlchemy schema into ingest/ddl.py",
+    ("runner/tune.py", "col"): "a metric's value column, checked against ddl.COLUMNS['cells'] just before",
     ("analysis/frames.py", "c"): "element of the DIMENSION_COLUMNS + CELL_COLUMNS allow-lists (analysis/metrics.py)",
     ("analysis/frames.py", "where"): "_where() joins fixed column names; every value is a bound ? parameter",
     ("analysis/frames.py", "m.name"): "metric name from get_metric(), i.e. a METRICS key",

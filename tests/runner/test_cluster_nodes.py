@@ -46,6 +46,7 @@ class MarkedSim(SimBackend):
     """The sim backend plus a marker per attempt (which node), and an optional wait for a go signal."""
 
     def __init__(self, marker_dir: str, hold: str | None = None) -> None:
+        super().__init__()
         self.marker_dir = Path(marker_dir)
         self.hold = hold  # the server-config label that waits for the go file
 
