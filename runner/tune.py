@@ -294,8 +294,7 @@ def read_prior(con, run_id: str, key: CellKey) -> Prior | None:
                        "FROM cells WHERE run_id = ? AND cell_id = ?", [run_id, key.cell_id])
     if row is None or row[4] != "ok":
         return None
-    reqs = sql.frame(con, "SELECT * EXCLUDE (run_id, cell_id) FROM requests WHERE run_id = ? AND cell_id = ? "
-                          "ORDER BY request_index", [run_id, key.cell_id])
+    reqs = frames.requests(con, run_id, key.cell_id).drop("run_id", "cell_id")
     counters = None
     if row[1] is not None:
         pos = [r[0] for r in con.execute("SELECT acceptance FROM positions WHERE run_id = ? AND cell_id = ? "
